@@ -1,0 +1,17 @@
+{
+  "targets": [
+    {
+      "target_name": "web_locks",
+      "sources": ["src/wl-core.c", "src/wl-names.c", "src/binding.c"],
+      "defines": ["NAPI_VERSION=8"],
+      "cflags_c": ["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "xcode_settings": {
+        "GCC_C_LANGUAGE_STANDARD": "c11",
+        "OTHER_CFLAGS": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+      },
+      "msvs_settings": {
+        "VCCLCompilerTool": { "AdditionalOptions": ["/std:c11", "/experimental:c11atomics"] }
+      }
+    }
+  ]
+}

@@ -1,0 +1,238 @@
+'use strict'
+
+// The navigator.locks-shaped API over the native lock manager: WebIDL
+// argument handling, the spec's validation steps, promises and AbortSignal.
+// The native side decides who holds what; this file only runs callbacks and
+// settles promises on this thread.
+
+const path = require('path')
+const { randomUUID } = require('crypto')
+const binding = require('node-gyp-build')(path.join(__dirname, '..'))
+
+const EXCLUSIVE = 0
+const SHARED = 1
+const IF_AVAILABLE = 1
+const STEAL = 2
+const EV_GRANTED = 1
+const EV_UNAVAILABLE = 2
+const EV_STOLEN = 4
+
+const kToken = Symbol('web-locks')
+const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, steal: false })
+
+// This thread's requests by native id. The binding's exports object is one per
+// thread even when this file is evaluated more than once (test runners with
+// per-file module registries), so the table lives there.
+const requests = binding.requests || createRequestTable()
+
+function createRequestTable () {
+  const table = new Map()
+  binding.setup(function dispatch (id, events) {
+    const request = table.get(id)
+    if (request !== undefined) request.deliver(events)
+  }, randomUUID())
+  binding.requests = table
+  return table
+}
+
+function stolenError () {
+  return new DOMException("Lock broken by another request with the 'steal' option.", 'AbortError')
+}
+
+class LockRequest {
+  constructor (name, mode, callback, signal, resolve, reject) {
+    this.id = -1
+    this.name = name
+    this.mode = mode
+    this.callback = callback
+    this.signal = signal
+    this.resolve = resolve
+    this.reject = reject
+    this.held = false
+    this.onAbort = undefined
+    // Chained now, so that the callback runs in the async context of the
+    // request() call whichever thread's release granted the lock.
+    const granted = new Promise((resolve) => { this.grant = resolve })
+    granted
+      .then((lock) => this.run(lock))
+      .then((value) => this.finish(true, value), (error) => this.finish(false, error))
+  }
+
+  deliver (events) {
+    if (events & EV_GRANTED) {
+      this.held = true
+      this.grant(new Lock(kToken, this.name, this.mode))
+    } else if (events & EV_UNAVAILABLE) {
+      requests.delete(this.id)
+      this.grant(null)
+    }
+    // After the grant: its callback is queued first, as in the spec.
+    if (events & EV_STOLEN) this.reject(stolenError())
+  }
+
+  run (lock) {
+    const signal = this.signal
+    if (signal !== undefined) {
+      signal.removeEventListener('abort', this.onAbort)
+      if (signal.aborted) {
+        // Aborted after the grant was made but before it reached this
+        // thread: the abort steps already rejected the promise.
+        this.release()
+        return undefined
+      }
+    }
+    const callback = this.callback
+    return callback(lock)
+  }
+
+  release () {
+    this.held = false
+    requests.delete(this.id)
+    return binding.release(this.id)
+  }
+
+  finish (ok, value) {
+    if (this.held && !this.release()) {
+      this.reject(stolenError())
+      return
+    }
+    if (ok) this.resolve(value)
+    else this.reject(value)
+  }
+
+  abort () {
+    if (binding.abort(this.id)) requests.delete(this.id)
+    this.reject(this.signal.reason)
+  }
+}
+
+function toDOMString (value) {
+  // A template literal is ToString: it throws a TypeError for a Symbol.
+  return typeof value === 'string' ? value : `${value}`
+}
+
+const nodeAbortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get
+
+function isAbortSignal (value) {
+  if (typeof value !== 'object' || value === null) return false
+  try {
+    nodeAbortedGetter.call(value)
+    return true
+  } catch {
+    // A DOM environment's own AbortSignal (jsdom under a test runner).
+    const Signal = globalThis.AbortSignal
+    return typeof Signal === 'function' && value instanceof Signal
+  }
+}
+
+// WebIDL dictionary conversion of LockOptions: members in lexicographic order.
+function toLockOptions (value) {
+  if (value === undefined || value === null) return DEFAULT_OPTIONS
+  if (typeof value !== 'object' && typeof value !== 'function') {
+    throw new TypeError("Failed to execute 'request' on 'LockManager': The provided value is not of type 'LockOptions'.")
+  }
+  const ifAvailable = Boolean(value.ifAvailable)
+  const modeValue = value.mode
+  const mode = modeValue === undefined ? 'exclusive' : toDOMString(modeValue)
+  if (mode !== 'exclusive' && mode !== 'shared') {
+    throw new TypeError(`Failed to execute 'request' on 'LockManager': The provided value '${mode}' is not a valid enum value of type LockMode.`)
+  }
+  const signal = value.signal
+  if (signal !== undefined && !isAbortSignal(signal)) {
+    throw new TypeError("Failed to execute 'request' on 'LockManager': member signal is not of type 'AbortSignal'.")
+  }
+  const steal = Boolean(value.steal)
+  return { ifAvailable, mode, signal, steal }
+}
+
+function notSupported (message) {
+  return new DOMException(`Failed to execute 'request' on 'LockManager': ${message}`, 'NotSupportedError')
+}
+
+function requestLock (name, options, callback) {
+  const { ifAvailable, mode, signal, steal } = options
+  if (name.charCodeAt(0) === 0x2d) throw notSupported("Names starting with '-' are reserved.")
+  if (steal && ifAvailable) throw notSupported("The 'steal' and 'ifAvailable' options cannot be used together.")
+  if (steal && mode !== 'exclusive') throw notSupported("The 'steal' option may only be used with 'exclusive' locks.")
+  if (signal !== undefined && (steal || ifAvailable)) {
+    throw notSupported(`The 'signal' and '${steal ? 'steal' : 'ifAvailable'}' options cannot be used together.`)
+  }
+  if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason)
+
+  let resolve, reject
+  const promise = new Promise((res, rej) => { resolve = res; reject = rej })
+  const request = new LockRequest(name, mode, callback, signal, resolve, reject)
+  request.id = binding.request(name, mode === 'shared' ? SHARED : EXCLUSIVE,
+    (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
+  requests.set(request.id, request)
+  if (signal !== undefined) {
+    request.onAbort = () => request.abort()
+    signal.addEventListener('abort', request.onAbort, { once: true })
+  }
+  return promise
+}
+
+class LockManager {
+  #brand = true
+
+  constructor (token) {
+    if (token !== kToken) throw new TypeError('Illegal constructor')
+  }
+
+  // request(name, callback) or request(name, options, callback). Every
+  // failure is a rejected promise, as for any promise-returning WebIDL method.
+  request (name, optionsOrCallback) {
+    try {
+      if (!(this !== null && typeof this === 'object' && #brand in this)) throw new TypeError('Illegal invocation')
+      const argc = arguments.length
+      if (argc < 2) {
+        throw new TypeError(`Failed to execute 'request' on 'LockManager': 2 arguments required, but only ${argc} present.`)
+      }
+      name = toDOMString(name)
+      const options = argc === 2 ? DEFAULT_OPTIONS : toLockOptions(optionsOrCallback)
+      const callback = argc === 2 ? optionsOrCallback : arguments[2]
+      if (typeof callback !== 'function') {
+        throw new TypeError(`Failed to execute 'request' on 'LockManager': parameter ${argc === 2 ? 2 : 3} is not of type 'Function'.`)
+      }
+      return requestLock(name, options, callback)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  query () {
+    try {
+      if (!(this !== null && typeof this === 'object' && #brand in this)) throw new TypeError('Illegal invocation')
+      return Promise.resolve(binding.query())
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+}
+
+class Lock {
+  #name
+  #mode
+
+  constructor (token, name, mode) {
+    if (token !== kToken) throw new TypeError('Illegal constructor')
+    this.#name = name
+    this.#mode = mode
+  }
+
+  get name () { return this.#name }
+
+  get mode () { return this.#mode }
+}
+
+// WebIDL members are enumerable, and interfaces carry their name as a tag.
+for (const [Class, members] of [[LockManager, ['request', 'query']], [Lock, ['name', 'mode']]]) {
+  for (const member of members) {
+    Object.defineProperty(Class.prototype, member, { enumerable: true })
+  }
+  Object.defineProperty(Class.prototype, Symbol.toStringTag, { value: Class.name, configurable: true })
+}
+
+const locks = new LockManager(kToken)
+
+module.exports = { locks, LockManager, Lock }

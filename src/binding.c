@@ -1,0 +1,480 @@
+/* The Node-API binding: one wl_agent_t per thread (per Node environment),
+ * woken through a uv_async_t on that thread's own loop.
+ *
+ * JS never holds native pointers: a request is named by a small integer id,
+ * an index into this thread's slot table, checked on every call. Grants and
+ * steals are delivered to the JS dispatcher as (id, events), each through
+ * napi_make_callback, so that microtasks run between deliveries as they do
+ * between tasks. */
+
+/* uv.h needs the POSIX types that strict C11 hides. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <node_api.h>
+#include <uv.h>
+
+#include "wl.h"
+
+/* Checks a Node-API status in a function that returns a napi_value: on
+ * failure, throws (unless an exception is already pending) and returns NULL. */
+#define WLB_CALL(env, call)                                                    \
+  do {                                                                         \
+    if ((call) != napi_ok) {                                                   \
+      wlb__throw_last(env);                                                    \
+      return NULL;                                                             \
+    }                                                                          \
+  } while (0)
+
+#define WLB_NAME_STACK 256
+
+typedef struct {
+  wl_request_t req;
+  uint32_t id;
+  unsigned char waiting; /* counted in wlb_thread_t.waiting */
+} wlb_req_t;
+
+typedef struct {
+  wl_agent_t agent;
+  uv_async_t async;
+  napi_env env;
+  napi_ref exports;  /* returned again if this thread loads the addon twice */
+  napi_ref dispatch; /* JS (id, events) => void, set by setup() */
+  napi_async_context actx;
+  napi_async_cleanup_hook_handle hook;
+  /* Slot table: a used slot holds a wlb_req_t pointer, a free one holds
+   * (next free id + 1) << 1 | 1, so the free list costs no extra memory. */
+  uintptr_t *slots;
+  uint32_t nslots;
+  uint32_t cap;
+  uint32_t free_head; /* id + 1 of the first free slot, 0 if none */
+  size_t waiting;     /* requests not yet granted: they keep the loop alive */
+} wlb_thread_t;
+
+static void wlb__throw_last(napi_env env) {
+  const napi_extended_error_info *info = NULL;
+  bool pending = false;
+
+  if (napi_is_exception_pending(env, &pending) != napi_ok || pending)
+    return;
+  if (napi_get_last_error_info(env, &info) == napi_ok && info != NULL &&
+      info->error_message != NULL)
+    napi_throw_error(env, NULL, info->error_message);
+  else
+    napi_throw_error(env, NULL, "web-locks: Node-API call failed");
+}
+
+static wlb_thread_t *wlb__thread(napi_env env) {
+  void *data = NULL;
+
+  if (napi_get_instance_data(env, &data) != napi_ok)
+    return NULL;
+  return data;
+}
+
+static int wlb__slot_alloc(wlb_thread_t *t, wlb_req_t *r) {
+  uint32_t id;
+
+  if (t->free_head != 0) {
+    id = t->free_head - 1;
+    t->free_head = (uint32_t)(t->slots[id] >> 1);
+  } else {
+    if (t->nslots == t->cap) {
+      uint32_t cap = t->cap ? t->cap * 2 : 64;
+      uintptr_t *slots;
+      if (cap <= t->cap || cap > UINT32_MAX / 2)
+        return WL_ENOMEM;
+      slots = realloc(t->slots, cap * sizeof(*slots));
+      if (slots == NULL)
+        return WL_ENOMEM;
+      t->slots = slots;
+      t->cap = cap;
+    }
+    id = t->nslots++;
+  }
+  t->slots[id] = (uintptr_t)r;
+  r->id = id;
+  return 0;
+}
+
+static wlb_req_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id) {
+  if (id >= t->nslots || (t->slots[id] & 1))
+    return NULL;
+  return (wlb_req_t *)t->slots[id];
+}
+
+static void wlb__unwait(wlb_thread_t *t, wlb_req_t *r) {
+  if (!r->waiting)
+    return;
+  r->waiting = 0;
+  if (--t->waiting == 0)
+    uv_unref((uv_handle_t *)&t->async);
+}
+
+/* The core no longer references r: give its slot back and free it. */
+static void wlb__free(wlb_thread_t *t, wlb_req_t *r) {
+  wlb__unwait(t, r);
+  t->slots[r->id] = ((uintptr_t)t->free_head << 1) | 1;
+  t->free_head = r->id + 1;
+  free(r);
+}
+
+/* Called under the manager's mutex from any thread. The handle is valid:
+ * teardown closes the agent (under the same mutex) before closing it. */
+static void wlb__notify(wl_agent_t *agent) {
+  wlb_thread_t *t = agent->data;
+  uv_async_send(&t->async);
+}
+
+static void wlb__dispatch(wlb_thread_t *t, uint32_t id, unsigned events) {
+  napi_env env = t->env;
+  napi_handle_scope scope;
+  napi_value fn, recv, argv[2];
+  napi_status status;
+  bool pending = false;
+
+  if (napi_open_handle_scope(env, &scope) != napi_ok)
+    return;
+  status = napi_get_reference_value(env, t->dispatch, &fn);
+  if (status == napi_ok)
+    status = napi_get_global(env, &recv); /* must be an object */
+  if (status == napi_ok)
+    status = napi_create_uint32(env, id, &argv[0]);
+  if (status == napi_ok)
+    status = napi_create_uint32(env, events, &argv[1]);
+  if (status == napi_ok)
+    status = napi_make_callback(env, t->actx, recv, fn, 2, argv, NULL);
+  /* The dispatcher does not throw; if it ever does, report it as Node
+   * reports any exception thrown from a callback. A failure without an
+   * exception means the thread is stopping: its teardown frees everything. */
+  if (status != napi_ok && napi_is_exception_pending(env, &pending) == napi_ok &&
+      pending) {
+    napi_value error;
+    if (napi_get_and_clear_last_exception(env, &error) == napi_ok)
+      napi_fatal_exception(env, error);
+  }
+  napi_close_handle_scope(env, scope);
+}
+
+static void wlb__on_async(uv_async_t *async) {
+  wlb_thread_t *t = wl__container_of(async, wlb_thread_t, async);
+  wl_request_t *req;
+  unsigned events;
+
+  wl_agent_take_mail(&t->agent);
+  while ((req = wl_agent_next(&t->agent, &events)) != NULL) {
+    wlb_req_t *r = wl__container_of(req, wlb_req_t, req);
+    uint32_t id = r->id;
+    if (events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE))
+      wlb__unwait(t, r);
+    /* An unavailable request is done with the core; free it after the call,
+     * so that its id cannot be reused while the call runs. */
+    wlb__dispatch(t, id, events);
+    if (events & WL_EV_UNAVAILABLE)
+      wlb__free(t, r);
+  }
+}
+
+static void wlb__on_close(uv_handle_t *handle) {
+  wlb_thread_t *t = wl__container_of(handle, wlb_thread_t, async);
+
+  if (t->hook != NULL)
+    napi_remove_async_cleanup_hook(t->hook);
+  free(t->slots);
+  free(t);
+}
+
+/* Drops what the thread holds in JS. Nothing can be done about a failure
+ * here but go on tearing down. */
+static void wlb__drop_js(wlb_thread_t *t) {
+  napi_env env = t->env;
+
+  if (t->dispatch != NULL && napi_delete_reference(env, t->dispatch) != napi_ok)
+    t->dispatch = NULL;
+  if (napi_delete_reference(env, t->exports) != napi_ok)
+    t->exports = NULL;
+  if (napi_async_destroy(env, t->actx) != napi_ok)
+    t->actx = NULL;
+}
+
+/* The environment is going away (thread exit, worker.terminate(), process
+ * exit). Close the agent first: once that returns, no other thread can reach
+ * this thread's requests, hence none can signal the handle we then close. */
+static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
+  wlb_thread_t *t = arg;
+  uint32_t id;
+
+  if (t->dispatch != NULL)
+    wl_agent_close(&t->agent);
+  for (id = 0; id < t->nslots; id++) {
+    if (!(t->slots[id] & 1))
+      free((wlb_req_t *)t->slots[id]);
+  }
+  wlb__drop_js(t);
+  uv_close((uv_handle_t *)&t->async, wlb__on_close);
+}
+
+static napi_value wlb__args(napi_env env, napi_callback_info info, size_t n,
+                            napi_value *argv, wlb_thread_t **t) {
+  size_t argc = n;
+  napi_value undefined;
+
+  WLB_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  *t = wlb__thread(env);
+  if (*t == NULL || argc < n) {
+    napi_throw_type_error(env, NULL, "web-locks: bad internal call");
+    return NULL;
+  }
+  WLB_CALL(env, napi_get_undefined(env, &undefined));
+  return undefined;
+}
+
+static wlb_req_t *wlb__req_arg(napi_env env, wlb_thread_t *t, napi_value v) {
+  uint32_t id;
+  wlb_req_t *r;
+
+  if (napi_get_value_uint32(env, v, &id) != napi_ok ||
+      (r = wlb__slot_get(t, id)) == NULL) {
+    napi_throw_type_error(env, NULL, "web-locks: unknown request id");
+    return NULL;
+  }
+  return r;
+}
+
+/* setup(dispatch, clientId): called once per thread by lib/. */
+static napi_value wlb_setup(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  wlb_thread_t *t;
+  napi_valuetype type;
+  char client_id[WL_CLIENT_ID_MAX + 1];
+  size_t len;
+
+  if (wlb__args(env, info, 2, argv, &t) == NULL)
+    return NULL;
+  WLB_CALL(env, napi_typeof(env, argv[0], &type));
+  if (type != napi_function || t->dispatch != NULL) {
+    napi_throw_type_error(env, NULL, "web-locks: bad setup");
+    return NULL;
+  }
+  WLB_CALL(env, napi_get_value_string_latin1(env, argv[1], client_id,
+                                             sizeof(client_id), &len));
+  if (wl_agent_init(&t->agent, client_id, len, wlb__notify) != 0) {
+    napi_throw_type_error(env, NULL, "web-locks: bad client id");
+    return NULL;
+  }
+  t->agent.data = t;
+  WLB_CALL(env, napi_create_reference(env, argv[0], 1, &t->dispatch));
+  return argv[0];
+}
+
+static napi_value wlb__throw_code(napi_env env, int rc) {
+  if (rc == WL_EINVAL)
+    napi_throw_type_error(env, "EINVAL", "web-locks: invalid request");
+  else
+    napi_throw_range_error(env, "ENOMEM", "web-locks: out of memory");
+  return NULL;
+}
+
+/* request(name, mode, flags) -> id. Validation is lib/'s; this only refuses
+ * what would corrupt the manager. */
+static napi_value wlb_request(napi_env env, napi_callback_info info) {
+  napi_value argv[3], result;
+  wlb_thread_t *t;
+  uint32_t mode, flags;
+  size_t len;
+  char16_t stack[WLB_NAME_STACK];
+  char16_t *name = stack;
+  wlb_req_t *r;
+  int rc;
+
+  if (wlb__args(env, info, 3, argv, &t) == NULL)
+    return NULL;
+  if (t->dispatch == NULL) {
+    napi_throw_error(env, NULL, "web-locks: not set up");
+    return NULL;
+  }
+  WLB_CALL(env, napi_get_value_uint32(env, argv[1], &mode));
+  WLB_CALL(env, napi_get_value_uint32(env, argv[2], &flags));
+  WLB_CALL(env, napi_get_value_string_utf16(env, argv[0], NULL, 0, &len));
+  if (len >= WLB_NAME_STACK) {
+    name = malloc((len + 1) * sizeof(char16_t));
+    if (name == NULL)
+      return wlb__throw_code(env, WL_ENOMEM);
+  }
+  r = malloc(sizeof(*r));
+  rc = r == NULL ? WL_ENOMEM : wlb__slot_alloc(t, r);
+  if (rc == 0 && napi_get_value_string_utf16(env, argv[0], name, len + 1,
+                                             &len) != napi_ok) {
+    wlb__throw_last(env);
+    rc = 1;
+  }
+  if (rc == 0)
+    rc = wl_request(&t->agent, &r->req, (const uint16_t *)name, len,
+                    (wl_mode_t)mode, flags);
+  if (name != stack)
+    free(name);
+  if (rc != 0) {
+    if (r != NULL && t->slots != NULL && wlb__slot_get(t, r->id) == r) {
+      r->waiting = 0;
+      wlb__free(t, r);
+    } else {
+      free(r);
+    }
+    return rc < 0 ? wlb__throw_code(env, rc) : NULL;
+  }
+  r->waiting = 1;
+  if (t->waiting++ == 0)
+    uv_ref((uv_handle_t *)&t->async);
+  WLB_CALL(env, napi_create_uint32(env, r->id, &result));
+  return result;
+}
+
+/* release(id) -> whether the lock was still held (false: it was stolen). */
+static napi_value wlb_release(napi_env env, napi_callback_info info) {
+  napi_value argv[1], result;
+  wlb_thread_t *t;
+  wlb_req_t *r;
+  int held;
+
+  if (wlb__args(env, info, 1, argv, &t) == NULL ||
+      (r = wlb__req_arg(env, t, argv[0])) == NULL)
+    return NULL;
+  held = wl_release(&r->req);
+  wlb__free(t, r);
+  WLB_CALL(env, napi_get_boolean(env, held, &result));
+  return result;
+}
+
+/* abort(id) -> whether the request was still queued (and is now gone). */
+static napi_value wlb_abort(napi_env env, napi_callback_info info) {
+  napi_value argv[1], result;
+  wlb_thread_t *t;
+  wlb_req_t *r;
+  int removed;
+
+  if (wlb__args(env, info, 1, argv, &t) == NULL ||
+      (r = wlb__req_arg(env, t, argv[0])) == NULL)
+    return NULL;
+  removed = wl_abort(&r->req);
+  if (removed)
+    wlb__free(t, r);
+  WLB_CALL(env, napi_get_boolean(env, removed, &result));
+  return result;
+}
+
+static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
+                             napi_value modes[2]) {
+  napi_value array, entry, value;
+  size_t i;
+
+  WLB_CALL(env, napi_create_array_with_length(env, n, &array));
+  for (i = 0; i < n; i++) {
+    const wl_info_t *info = &infos[i];
+    WLB_CALL(env, napi_create_object(env, &entry));
+    WLB_CALL(env, napi_create_string_utf16(env, (const char16_t *)info->name,
+                                           info->name_len, &value));
+    WLB_CALL(env, napi_set_named_property(env, entry, "name", value));
+    WLB_CALL(env, napi_set_named_property(env, entry, "mode",
+                                          modes[info->mode]));
+    WLB_CALL(env, napi_create_string_latin1(env, info->client_id,
+                                            info->client_id_len, &value));
+    WLB_CALL(env, napi_set_named_property(env, entry, "clientId", value));
+    WLB_CALL(env, napi_set_element(env, array, (uint32_t)i, entry));
+  }
+  return array;
+}
+
+/* query() -> { held, pending }: the snapshot of the whole process. */
+static napi_value wlb_query(napi_env env, napi_callback_info info) {
+  napi_value result = NULL, held, pending, modes[2];
+  wl_snapshot_t snap;
+
+  if (wl_snapshot(&snap) != 0)
+    return wlb__throw_code(env, WL_ENOMEM);
+  if (napi_create_string_latin1(env, "exclusive", NAPI_AUTO_LENGTH,
+                                &modes[WL_EXCLUSIVE]) == napi_ok &&
+      napi_create_string_latin1(env, "shared", NAPI_AUTO_LENGTH,
+                                &modes[WL_SHARED]) == napi_ok &&
+      (held = wlb__infos(env, snap.held, snap.nheld, modes)) != NULL &&
+      (pending = wlb__infos(env, snap.pending, snap.npending, modes)) != NULL &&
+      napi_create_object(env, &result) == napi_ok &&
+      napi_set_named_property(env, result, "held", held) == napi_ok &&
+      napi_set_named_property(env, result, "pending", pending) == napi_ok) {
+    wl_snapshot_free(&snap);
+    return result;
+  }
+  wl_snapshot_free(&snap);
+  wlb__throw_last(env);
+  return NULL;
+}
+
+static napi_value wlb__define(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+      {"setup", NULL, wlb_setup, NULL, NULL, NULL, napi_default, NULL},
+      {"request", NULL, wlb_request, NULL, NULL, NULL, napi_default, NULL},
+      {"release", NULL, wlb_release, NULL, NULL, NULL, napi_default, NULL},
+      {"abort", NULL, wlb_abort, NULL, NULL, NULL, napi_default, NULL},
+      {"query", NULL, wlb_query, NULL, NULL, NULL, napi_default, NULL},
+  };
+
+  WLB_CALL(env, napi_define_properties(env, exports,
+                                       sizeof(props) / sizeof(props[0]), props));
+  return exports;
+}
+
+NAPI_MODULE_INIT() {
+  wlb_thread_t *t = wlb__thread(env);
+  napi_value resource, resource_name, existing;
+  uv_loop_t *loop;
+
+  /* One agent per thread even if the addon is loaded twice (e.g. by test
+   * runners with per-file module registries). */
+  if (t != NULL) {
+    WLB_CALL(env, napi_get_reference_value(env, t->exports, &existing));
+    return existing;
+  }
+  if (wlb__define(env, exports) == NULL)
+    return NULL;
+  WLB_CALL(env, napi_get_uv_event_loop(env, &loop));
+  WLB_CALL(env, napi_create_object(env, &resource));
+  WLB_CALL(env, napi_create_string_latin1(env, "WebLocks", NAPI_AUTO_LENGTH,
+                                          &resource_name));
+  t = calloc(1, sizeof(*t));
+  if (t == NULL)
+    return wlb__throw_code(env, WL_ENOMEM);
+  t->env = env;
+  if (napi_create_reference(env, exports, 1, &t->exports) != napi_ok) {
+    free(t);
+    wlb__throw_last(env);
+    return NULL;
+  }
+  if (napi_async_init(env, resource, resource_name, &t->actx) != napi_ok ||
+      uv_async_init(loop, &t->async, wlb__on_async) != 0) {
+    if (t->actx != NULL && napi_async_destroy(env, t->actx) != napi_ok)
+      t->actx = NULL;
+    if (napi_delete_reference(env, t->exports) != napi_ok)
+      t->exports = NULL;
+    free(t);
+    napi_throw_error(env, NULL, "web-locks: cannot create the thread's handle");
+    return NULL;
+  }
+  /* Only pending requests keep the loop alive (see wlb_request). */
+  uv_unref((uv_handle_t *)&t->async);
+  if (napi_add_async_cleanup_hook(env, wlb__teardown, t, &t->hook) == napi_ok) {
+    if (napi_set_instance_data(env, t, NULL, NULL) == napi_ok)
+      return exports;
+    wlb__throw_last(env);
+    if (napi_remove_async_cleanup_hook(t->hook) != napi_ok)
+      return NULL; /* the hook will still run and free t */
+  } else {
+    wlb__throw_last(env);
+  }
+  /* Unreachable in practice; the handle must still be closed properly. */
+  t->hook = NULL;
+  wlb__drop_js(t);
+  uv_close((uv_handle_t *)&t->async, wlb__on_close);
+  return NULL;
+}
