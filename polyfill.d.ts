@@ -1,0 +1,4 @@
+// Installs navigator.locks where the platform has none; never replaces one.
+
+/** True when this package's `locks` was installed as `navigator.locks`. */
+export declare const installed: boolean
