@@ -91,7 +91,8 @@ int wl_agent_init(wl_agent_t *agent, const char *client_id,
   wl__list_init(&agent->mail);
   wl__list_init(&agent->inflight);
   agent->client_id_len = client_id_len;
-  memcpy(agent->client_id, client_id, client_id_len);
+  if (client_id_len > 0)
+    memcpy(agent->client_id, client_id, client_id_len);
   return 0;
 }
 

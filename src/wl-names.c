@@ -54,7 +54,8 @@ uint64_t wl__hash(const uint16_t *units, size_t len) {
     h = wl__rotl(h, 27) * 5 + 0x52dce729;
   }
   k = 0;
-  memcpy(&k, p, bytes);
+  if (bytes > 0)
+    memcpy(&k, p, bytes);
   h ^= k * 0x87c37b91114253d5ULL;
   return wl__fmix(h);
 }
@@ -88,7 +89,7 @@ wl__name_t *wl__names_find(wl__names_t *t, uint64_t hash,
     return NULL;
   for (n = t->buckets[hash & (t->nbuckets - 1)]; n != NULL; n = n->hnext) {
     if (n->hash == hash && n->len == len &&
-        memcmp(n->units, units, len * sizeof(uint16_t)) == 0)
+        (len == 0 || memcmp(n->units, units, len * sizeof(uint16_t)) == 0))
       return n;
   }
   return NULL;

@@ -11,8 +11,8 @@
  * from wl_request() until it is released (wl_release), aborted (wl_abort
  * returned 1), delivered as WL_EV_UNAVAILABLE, or its agent closed; after that
  * the caller may free it. The core references an agent until wl_agent_close()
- * returns. No call allocates except wl_request() (a new name) and
- * wl_snapshot().
+ * returns. Allocation happens only for a new name (wl_request), a snapshot,
+ * and resizing the table of names; a failed resize is harmless.
  *
  * Every operation is O(1) in the number of other requests, locks and names,
  * except a steal (O(holders of that name)), wl_agent_close (O(the agent's

@@ -1,0 +1,93 @@
+/* A tiny harness for the core's C tests: each test-*.c is one executable
+ * whose main() runs its cases with RUN(); a failed assertion prints
+ * file:line and the expression and exits non-zero. */
+#ifndef TEST_H
+#define TEST_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "wl-internal.h"
+
+#define ASSERT(expr)                                                           \
+  do {                                                                         \
+    if (!(expr))                                                               \
+      test_fail(__FILE__, __LINE__, #expr);                                    \
+  } while (0)
+
+#define ASSERT_EQ(want, got)                                                   \
+  do {                                                                         \
+    long long want_ = (long long)(want), got_ = (long long)(got);              \
+    if (want_ != got_)                                                         \
+      test_fail_eq(__FILE__, __LINE__, #want, #got, want_, got_);              \
+  } while (0)
+
+/* Runs one case, then checks that it left no name behind. */
+#define RUN(fn) run_test(__FILE__, #fn, fn)
+
+/* A string literal as the two arguments (units, length) of a UTF-16 name. */
+#define NAME(s) (const uint16_t *)u"" s, (sizeof(u"" s) / sizeof(uint16_t) - 1)
+/* A string literal as the two arguments (bytes, length) of a client id. */
+#define ID(s) s, (sizeof(s) - 1)
+
+/* An agent whose notify callback counts its calls. */
+typedef struct {
+  wl_agent_t agent;
+  unsigned notified;
+} tagent_t;
+
+typedef struct {
+  wl_request_t *req;
+  unsigned events;
+} tmail_t;
+
+/* One expected snapshot entry. */
+typedef struct {
+  const uint16_t *name;
+  size_t name_len;
+  wl_mode_t mode;
+  const char *client_id;
+  size_t client_id_len;
+} tinfo_t;
+
+#define REQUEST(t, r, s, mode, flags)                                          \
+  ASSERT_EQ(0, wl_request(&(t)->agent, (r), NAME(s), (mode), (flags)))
+
+/* Drains t's mailbox and checks it held exactly these (request, events) in
+ * this order: EXPECT_MAIL(&a, {&r1, WL_EV_GRANTED}, {&r2, WL_EV_STOLEN}). */
+#define EXPECT_MAIL(t, ...)                                                    \
+  expect_mail_at(__FILE__, __LINE__, (t), (const tmail_t[]){__VA_ARGS__},      \
+                 sizeof((const tmail_t[]){__VA_ARGS__}) / sizeof(tmail_t))
+#define EXPECT_NO_MAIL(t) expect_mail_at(__FILE__, __LINE__, (t), NULL, 0)
+
+/* Checks a snapshot's pending list in order, or its held list in any order
+ * (the spec leaves the held order open):
+ * EXPECT_PENDING(&snap, {NAME("x"), WL_SHARED, ID("client")}). */
+#define EXPECT_PENDING(snap, ...)                                              \
+  expect_infos_at(__FILE__, __LINE__, (snap)->pending, (snap)->npending,       \
+                  (const tinfo_t[]){__VA_ARGS__},                              \
+                  sizeof((const tinfo_t[]){__VA_ARGS__}) / sizeof(tinfo_t), 1)
+#define EXPECT_HELD(snap, ...)                                                 \
+  expect_infos_at(__FILE__, __LINE__, (snap)->held, (snap)->nheld,             \
+                  (const tinfo_t[]){__VA_ARGS__},                              \
+                  sizeof((const tinfo_t[]){__VA_ARGS__}) / sizeof(tinfo_t), 0)
+
+_Noreturn void test_fail(const char *file, int line, const char *expr);
+_Noreturn void test_fail_eq(const char *file, int line, const char *want,
+                            const char *got, long long wantv, long long gotv);
+void run_test(const char *file, const char *name, void (*fn)(void));
+
+void tagent_init(tagent_t *t, const char *client_id, size_t client_id_len);
+void tagent_close(tagent_t *t);
+
+/* Takes t's mail and pops every event; stores the first `max` in `out` and
+ * returns how many there were. */
+size_t drain(tagent_t *t, tmail_t *out, size_t max);
+
+void expect_mail_at(const char *file, int line, tagent_t *t,
+                    const tmail_t *want, size_t nwant);
+void expect_infos_at(const char *file, int line, const wl_info_t *got,
+                     size_t ngot, const tinfo_t *want, size_t nwant,
+                     int ordered);
+
+#endif
