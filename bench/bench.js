@@ -27,6 +27,23 @@ function lockManager (name) {
 const now = () => process.hrtime.bigint()
 const ns = (start) => Number(now() - start)
 
+const CASE_TIMEOUT_MS = 60000
+
+// A reference that throws or hangs on a case is reported, not fatal.
+async function attempt (run) {
+  let timer
+  const timeout = new Promise((resolve) => {
+    timer = setTimeout(() => resolve({ failed: 'hangs' }), CASE_TIMEOUT_MS)
+  })
+  try {
+    return await Promise.race([run().then((value) => ({ value })), timeout])
+  } catch (error) {
+    return { failed: `${error.name}: ${error.message}`.slice(0, 40) }
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 function median (values) {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[sorted.length >> 1]
@@ -38,11 +55,22 @@ async function uncontended (locks, n, callback, names) {
   return ns(start) / n
 }
 
+// Resolves once `name` is held; the lock is kept until release() is called.
+async function hold (locks, name) {
+  let release, granted
+  const acquired = new Promise((resolve) => { granted = resolve })
+  const done = locks.request(name, () => new Promise((resolve) => {
+    release = resolve
+    granted()
+  }))
+  await acquired
+  return { release: () => release(), done }
+}
+
 // n requests queued on one name behind a held lock, then drained. Also the
 // cost of one request on another name while they wait.
 async function queueDepth (locks, n) {
-  let release
-  const holder = locks.request('q', () => new Promise((resolve) => { release = resolve }))
+  const holder = await hold(locks, 'q')
   const start = now()
   const all = []
   for (let i = 0; i < n; i++) all.push(locks.request('q', () => {}))
@@ -50,8 +78,8 @@ async function queueDepth (locks, n) {
   const side = now()
   await locks.request('other', () => {})
   const unrelated = ns(side)
-  release()
-  await holder
+  holder.release()
+  await holder.done
   const drainStart = now()
   await Promise.all(all)
   return { enqueue, drain: ns(drainStart) / n, unrelated }
@@ -126,13 +154,20 @@ async function main () {
   const rows = [header]
   for (const c of cases()) {
     const medians = []
+    const cells = []
     for (const impl of impls) {
       const samples = []
-      for (let r = 0; r < ROUNDS; r++) samples.push(await c.run(impl))
-      medians.push(median(samples))
+      let failed
+      for (let r = 0; r < ROUNDS && !failed; r++) {
+        const result = await attempt(() => c.run(impl))
+        if (result.failed) failed = result.failed
+        else samples.push(result.value)
+      }
+      medians.push(failed ? NaN : median(samples))
+      cells.push(failed || `${Math.round(median(samples)).toLocaleString('en-US')} ${c.unit}`)
     }
-    const row = [c.label, ...medians.map((m) => `${Math.round(m).toLocaleString('en-US')} ${c.unit}`)]
-    if (medians.length > 1) row.push(`${(medians[1] / medians[0]).toFixed(2)}x`)
+    const row = [c.label, ...cells]
+    if (medians.length > 1) row.push(Number.isNaN(medians[1]) ? '-' : `${(medians[1] / medians[0]).toFixed(2)}x`)
     rows.push(row)
     console.error(`  done: ${c.label}`)
   }

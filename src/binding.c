@@ -1,5 +1,7 @@
 /* The Node-API binding: one wl_agent_t per thread (per Node environment),
- * woken through a uv_async_t on that thread's own loop.
+ * woken through a uv_async_t on that thread's own loop by other threads, and
+ * through a uv_check_t (as setImmediate is) by itself, which costs no
+ * syscall.
  *
  * JS never holds native pointers: a request is named by a small integer id,
  * an index into this thread's slot table, checked on every call. Grants and
@@ -30,6 +32,7 @@
   } while (0)
 
 #define WLB_NAME_STACK 256
+#define WLB_DRAIN_BUDGET 1024
 
 typedef struct {
   wl_request_t req;
@@ -39,7 +42,10 @@ typedef struct {
 
 typedef struct {
   wl_agent_t agent;
-  uv_async_t async;
+  uv_async_t async; /* woken by other threads */
+  uv_check_t check; /* woken by this thread: drains after this poll phase */
+  uv_idle_t idle;   /* keeps that poll phase from blocking meanwhile */
+  int open_handles;
   napi_env env;
   napi_ref exports;  /* returned again if this thread loads the addon twice */
   napi_ref dispatch; /* JS (id, events) => void, set by setup() */
@@ -122,11 +128,23 @@ static void wlb__free(wlb_thread_t *t, wlb_req_t *r) {
   free(r);
 }
 
-/* Called under the manager's mutex from any thread. The handle is valid:
- * teardown closes the agent (under the same mutex) before closing it. */
+/* The thread this code runs on, if it has loaded the addon. */
+static _Thread_local wlb_thread_t *wlb__self;
+
+static void wlb__on_check(uv_check_t *check);
+static void wlb__on_idle(uv_idle_t *idle) {}
+
+/* Called under the manager's mutex from any thread. The handles are valid:
+ * teardown closes the agent (under the same mutex) before closing them. */
 static void wlb__notify(wl_agent_t *agent) {
   wlb_thread_t *t = agent->data;
-  uv_async_send(&t->async);
+
+  if (t == wlb__self) {
+    uv_check_start(&t->check, wlb__on_check);
+    uv_idle_start(&t->idle, wlb__on_idle);
+  } else {
+    uv_async_send(&t->async);
+  }
 }
 
 static void wlb__dispatch(wlb_thread_t *t, uint32_t id, unsigned events) {
@@ -159,28 +177,47 @@ static void wlb__dispatch(wlb_thread_t *t, uint32_t id, unsigned events) {
   napi_close_handle_scope(env, scope);
 }
 
-static void wlb__on_async(uv_async_t *async) {
-  wlb_thread_t *t = wl__container_of(async, wlb_thread_t, async);
+/* Delivers the mailbox, including events that arrive meanwhile (a callback
+ * that requests again), up to a budget so that timers and I/O are not
+ * starved; events left over have already woken the loop again. */
+static void wlb__drain(wlb_thread_t *t) {
+  unsigned budget = WLB_DRAIN_BUDGET;
   wl_request_t *req;
   unsigned events;
 
-  wl_agent_take_mail(&t->agent);
-  while ((req = wl_agent_next(&t->agent, &events)) != NULL) {
-    wlb_req_t *r = wl__container_of(req, wlb_req_t, req);
-    uint32_t id = r->id;
-    if (events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE))
-      wlb__unwait(t, r);
-    /* An unavailable request is done with the core; free it after the call,
-     * so that its id cannot be reused while the call runs. */
-    wlb__dispatch(t, id, events);
-    if (events & WL_EV_UNAVAILABLE)
-      wlb__free(t, r);
-  }
+  do {
+    wl_agent_take_mail(&t->agent);
+    while ((req = wl_agent_next(&t->agent, &events)) != NULL) {
+      wlb_req_t *r = wl__container_of(req, wlb_req_t, req);
+      if (events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE))
+        wlb__unwait(t, r);
+      /* An unavailable request is done with the core; free it after the
+       * call, so that its id cannot be reused while the call runs. */
+      wlb__dispatch(t, r->id, events);
+      if (events & WL_EV_UNAVAILABLE)
+        wlb__free(t, r);
+      budget--;
+    }
+  } while (budget > 0 && wl_agent_has_mail(&t->agent));
+}
+
+static void wlb__on_async(uv_async_t *async) {
+  wlb__drain(wl__container_of(async, wlb_thread_t, async));
+}
+
+static void wlb__on_check(uv_check_t *check) {
+  wlb_thread_t *t = wl__container_of(check, wlb_thread_t, check);
+
+  uv_check_stop(&t->check);
+  uv_idle_stop(&t->idle);
+  wlb__drain(t);
 }
 
 static void wlb__on_close(uv_handle_t *handle) {
-  wlb_thread_t *t = wl__container_of(handle, wlb_thread_t, async);
+  wlb_thread_t *t = handle->data;
 
+  if (--t->open_handles > 0)
+    return;
   if (t->hook != NULL)
     napi_remove_async_cleanup_hook(t->hook);
   free(t->slots);
@@ -200,6 +237,14 @@ static void wlb__drop_js(wlb_thread_t *t) {
     t->actx = NULL;
 }
 
+static void wlb__close_handles(wlb_thread_t *t) {
+  if (wlb__self == t)
+    wlb__self = NULL;
+  uv_close((uv_handle_t *)&t->async, wlb__on_close);
+  uv_close((uv_handle_t *)&t->check, wlb__on_close);
+  uv_close((uv_handle_t *)&t->idle, wlb__on_close);
+}
+
 /* The environment is going away (thread exit, worker.terminate(), process
  * exit). Close the agent first: once that returns, no other thread can reach
  * this thread's requests, hence none can signal the handle we then close. */
@@ -214,7 +259,7 @@ static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
       free((wlb_req_t *)t->slots[id]);
   }
   wlb__drop_js(t);
-  uv_close((uv_handle_t *)&t->async, wlb__on_close);
+  wlb__close_handles(t);
 }
 
 static napi_value wlb__args(napi_env env, napi_callback_info info, size_t n,
@@ -451,6 +496,7 @@ NAPI_MODULE_INIT() {
     wlb__throw_last(env);
     return NULL;
   }
+  /* uv_check_init and uv_idle_init cannot fail. */
   if (napi_async_init(env, resource, resource_name, &t->actx) != napi_ok ||
       uv_async_init(loop, &t->async, wlb__on_async) != 0) {
     if (t->actx != NULL && napi_async_destroy(env, t->actx) != napi_ok)
@@ -461,8 +507,13 @@ NAPI_MODULE_INIT() {
     napi_throw_error(env, NULL, "web-locks: cannot create the thread's handle");
     return NULL;
   }
+  uv_check_init(loop, &t->check);
+  uv_idle_init(loop, &t->idle);
+  t->async.data = t->check.data = t->idle.data = t;
+  t->open_handles = 3;
   /* Only pending requests keep the loop alive (see wlb_request). */
   uv_unref((uv_handle_t *)&t->async);
+  wlb__self = t;
   if (napi_add_async_cleanup_hook(env, wlb__teardown, t, &t->hook) == napi_ok) {
     if (napi_set_instance_data(env, t, NULL, NULL) == napi_ok)
       return exports;
@@ -475,6 +526,6 @@ NAPI_MODULE_INIT() {
   /* Unreachable in practice; the handle must still be closed properly. */
   t->hook = NULL;
   wlb__drop_js(t);
-  uv_close((uv_handle_t *)&t->async, wlb__on_close);
+  wlb__close_handles(t);
   return NULL;
 }

@@ -145,6 +145,15 @@ void wl_agent_take_mail(wl_agent_t *agent) {
   wl__mutex_unlock(&wl__m.mutex);
 }
 
+int wl_agent_has_mail(wl_agent_t *agent) {
+  int has;
+
+  wl__mutex_lock(&wl__m.mutex);
+  has = !wl__list_empty(&agent->mail);
+  wl__mutex_unlock(&wl__m.mutex);
+  return has;
+}
+
 wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {
   wl_request_t *req = NULL;
 

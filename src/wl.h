@@ -111,6 +111,9 @@ void wl_agent_close(wl_agent_t *agent);
  * running forever by new events. */
 void wl_agent_take_mail(wl_agent_t *agent);
 
+/* Whether the agent has mail not yet taken. */
+int wl_agent_has_mail(wl_agent_t *agent);
+
 /* Pops the next inflight request and its events, or returns NULL. Only the
  * agent's own thread calls this. */
 wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events);
