@@ -20,15 +20,16 @@ const EV_STOLEN = 4
 const kToken = Symbol('web-locks')
 const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, steal: false })
 
-// This thread's requests by native id. The binding's exports object is one per
-// thread even when this file is evaluated more than once (test runners with
-// per-file module registries), so the table lives there.
+// This thread's requests, indexed by native id (small integers, reused). The
+// binding's exports object is one per thread even when this file is evaluated
+// more than once (test runners with per-file module registries), so the table
+// lives there.
 const requests = binding.requests || createRequestTable()
 
 function createRequestTable () {
-  const table = new Map()
+  const table = []
   binding.setup(function dispatch (id, events) {
-    const request = table.get(id)
+    const request = table[id]
     if (request !== undefined) request.deliver(events)
   }, randomUUID())
   binding.requests = table
@@ -54,25 +55,25 @@ class LockRequest {
     // request() call whichever thread's release granted the lock.
     const granted = new Promise((resolve) => { this.grant = resolve })
     granted
-      .then((lock) => this.run(lock))
+      .then(run)
       .then((value) => this.finish(true, value), (error) => this.finish(false, error))
   }
 
   deliver (events) {
     if (events & EV_GRANTED) {
       this.held = true
-      this.grant(new Lock(kToken, this.name, this.mode))
+      this.grant(this)
     } else if (events & EV_UNAVAILABLE) {
-      requests.delete(this.id)
-      this.grant(null)
+      requests[this.id] = undefined
+      this.grant(this)
     }
     // After the grant: its callback is queued first, as in the spec.
     if (events & EV_STOLEN) this.reject(stolenError())
   }
 
-  run (lock) {
+  run () {
     const signal = this.signal
-    if (signal !== undefined) {
+    if (this.held && signal !== undefined) {
       signal.removeEventListener('abort', this.onAbort)
       if (signal.aborted) {
         // Aborted after the grant was made but before it reached this
@@ -82,12 +83,12 @@ class LockRequest {
       }
     }
     const callback = this.callback
-    return callback(lock)
+    return callback(this.held ? new Lock(kToken, this.name, this.mode) : null)
   }
 
   release () {
     this.held = false
-    requests.delete(this.id)
+    requests[this.id] = undefined
     return binding.release(this.id)
   }
 
@@ -101,9 +102,13 @@ class LockRequest {
   }
 
   abort () {
-    if (binding.abort(this.id)) requests.delete(this.id)
+    if (binding.abort(this.id)) requests[this.id] = undefined
     this.reject(this.signal.reason)
   }
+}
+
+function run (request) {
+  return request.run()
 }
 
 function toDOMString (value) {
@@ -164,7 +169,7 @@ function requestLock (name, options, callback) {
   const request = new LockRequest(name, mode, callback, signal, resolve, reject)
   request.id = binding.request(name, mode === 'shared' ? SHARED : EXCLUSIVE,
     (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
-  requests.set(request.id, request)
+  requests[request.id] = request
   if (signal !== undefined) {
     request.onAbort = () => request.abort()
     signal.addEventListener('abort', request.onAbort, { once: true })

@@ -134,17 +134,20 @@ static _Thread_local wlb_thread_t *wlb__self;
 static void wlb__on_check(uv_check_t *check);
 static void wlb__on_idle(uv_idle_t *idle) {}
 
+static void wlb__wake_self(wlb_thread_t *t) {
+  uv_check_start(&t->check, wlb__on_check);
+  uv_idle_start(&t->idle, wlb__on_idle);
+}
+
 /* Called under the manager's mutex from any thread. The handles are valid:
  * teardown closes the agent (under the same mutex) before closing them. */
 static void wlb__notify(wl_agent_t *agent) {
   wlb_thread_t *t = agent->data;
 
-  if (t == wlb__self) {
-    uv_check_start(&t->check, wlb__on_check);
-    uv_idle_start(&t->idle, wlb__on_idle);
-  } else {
+  if (t == wlb__self)
+    wlb__wake_self(t);
+  else
     uv_async_send(&t->async);
-  }
 }
 
 static void wlb__dispatch(wlb_thread_t *t, uint32_t id, unsigned events) {
@@ -179,26 +182,26 @@ static void wlb__dispatch(wlb_thread_t *t, uint32_t id, unsigned events) {
 
 /* Delivers the mailbox, including events that arrive meanwhile (a callback
  * that requests again), up to a budget so that timers and I/O are not
- * starved; events left over have already woken the loop again. */
+ * starved; what is left is delivered after this poll phase. */
 static void wlb__drain(wlb_thread_t *t) {
   unsigned budget = WLB_DRAIN_BUDGET;
   wl_request_t *req;
   unsigned events;
 
-  do {
-    wl_agent_take_mail(&t->agent);
-    while ((req = wl_agent_next(&t->agent, &events)) != NULL) {
-      wlb_req_t *r = wl__container_of(req, wlb_req_t, req);
-      if (events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE))
-        wlb__unwait(t, r);
-      /* An unavailable request is done with the core; free it after the
-       * call, so that its id cannot be reused while the call runs. */
-      wlb__dispatch(t, r->id, events);
-      if (events & WL_EV_UNAVAILABLE)
-        wlb__free(t, r);
-      budget--;
+  while ((req = wl_agent_next(&t->agent, &events)) != NULL) {
+    wlb_req_t *r = wl__container_of(req, wlb_req_t, req);
+    if (events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE))
+      wlb__unwait(t, r);
+    /* An unavailable request is done with the core; free it after the call,
+     * so that its id cannot be reused while the call runs. */
+    wlb__dispatch(t, r->id, events);
+    if (events & WL_EV_UNAVAILABLE)
+      wlb__free(t, r);
+    if (--budget == 0) {
+      wlb__wake_self(t);
+      return;
     }
-  } while (budget > 0 && wl_agent_has_mail(&t->agent));
+  }
 }
 
 static void wlb__on_async(uv_async_t *async) {
@@ -315,12 +318,41 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   return argv[0];
 }
 
+
 static napi_value wlb__throw_code(napi_env env, int rc) {
   if (rc == WL_EINVAL)
     napi_throw_type_error(env, "EINVAL", "web-locks: invalid request");
   else
     napi_throw_range_error(env, "ENOMEM", "web-locks: out of memory");
   return NULL;
+}
+
+/* Reads a JS string as UTF-16 into `stack` when it fits, else into a new
+ * buffer (*name != stack: the caller frees it). Returns 0, or 1 with an
+ * exception pending. */
+static int wlb__get_name(napi_env env, napi_value value, char16_t *stack,
+                         char16_t **name, size_t *len) {
+  *name = stack;
+  if (napi_get_value_string_utf16(env, value, stack, WLB_NAME_STACK, len) !=
+      napi_ok)
+    goto fail;
+  if (*len < WLB_NAME_STACK - 1)
+    return 0;
+  /* Maybe truncated: ask for the length, then copy it all. */
+  if (napi_get_value_string_utf16(env, value, NULL, 0, len) != napi_ok)
+    goto fail;
+  *name = malloc((*len + 1) * sizeof(char16_t));
+  if (*name == NULL) {
+    wlb__throw_code(env, WL_ENOMEM);
+    return 1;
+  }
+  if (napi_get_value_string_utf16(env, value, *name, *len + 1, len) == napi_ok)
+    return 0;
+  free(*name);
+  *name = stack;
+fail:
+  wlb__throw_last(env);
+  return 1;
 }
 
 /* request(name, mode, flags) -> id. Validation is lib/'s; this only refuses
@@ -331,7 +363,7 @@ static napi_value wlb_request(napi_env env, napi_callback_info info) {
   uint32_t mode, flags;
   size_t len;
   char16_t stack[WLB_NAME_STACK];
-  char16_t *name = stack;
+  char16_t *name;
   wlb_req_t *r;
   int rc;
 
@@ -343,33 +375,22 @@ static napi_value wlb_request(napi_env env, napi_callback_info info) {
   }
   WLB_CALL(env, napi_get_value_uint32(env, argv[1], &mode));
   WLB_CALL(env, napi_get_value_uint32(env, argv[2], &flags));
-  WLB_CALL(env, napi_get_value_string_utf16(env, argv[0], NULL, 0, &len));
-  if (len >= WLB_NAME_STACK) {
-    name = malloc((len + 1) * sizeof(char16_t));
-    if (name == NULL)
-      return wlb__throw_code(env, WL_ENOMEM);
-  }
+  if (wlb__get_name(env, argv[0], stack, &name, &len) != 0)
+    return NULL;
   r = malloc(sizeof(*r));
-  rc = r == NULL ? WL_ENOMEM : wlb__slot_alloc(t, r);
-  if (rc == 0 && napi_get_value_string_utf16(env, argv[0], name, len + 1,
-                                             &len) != napi_ok) {
-    wlb__throw_last(env);
-    rc = 1;
+  if (r == NULL) {
+    rc = WL_ENOMEM;
+  } else if ((rc = wlb__slot_alloc(t, r)) != 0) {
+    free(r);
+  } else if ((rc = wl_request(&t->agent, &r->req, (const uint16_t *)name, len,
+                              (wl_mode_t)mode, flags)) != 0) {
+    r->waiting = 0;
+    wlb__free(t, r);
   }
-  if (rc == 0)
-    rc = wl_request(&t->agent, &r->req, (const uint16_t *)name, len,
-                    (wl_mode_t)mode, flags);
   if (name != stack)
     free(name);
-  if (rc != 0) {
-    if (r != NULL && t->slots != NULL && wlb__slot_get(t, r->id) == r) {
-      r->waiting = 0;
-      wlb__free(t, r);
-    } else {
-      free(r);
-    }
-    return rc < 0 ? wlb__throw_code(env, rc) : NULL;
-  }
+  if (rc != 0)
+    return wlb__throw_code(env, rc);
   r->waiting = 1;
   if (t->waiting++ == 0)
     uv_ref((uv_handle_t *)&t->async);

@@ -89,16 +89,15 @@ int wl_agent_init(wl_agent_t *agent, const char *client_id,
   agent->notify = notify;
   wl__list_init(&agent->requests);
   wl__list_init(&agent->mail);
-  wl__list_init(&agent->inflight);
   agent->client_id_len = client_id_len;
   if (client_id_len > 0)
     memcpy(agent->client_id, client_id, client_id_len);
   return 0;
 }
 
-static void wl__drop_mail(wl__link_t *list) {
-  while (!wl__list_empty(list)) {
-    wl_request_t *req = wl__container_of(list->next, wl_request_t, mlink);
+static void wl__drop_mail(wl__link_t *mail) {
+  while (!wl__list_empty(mail)) {
+    wl_request_t *req = wl__container_of(mail->next, wl_request_t, mlink);
     wl__list_remove(&req->mlink);
     req->events = 0;
   }
@@ -128,7 +127,6 @@ void wl_agent_close(wl_agent_t *agent) {
     }
   }
   wl__drop_mail(&agent->mail);
-  wl__drop_mail(&agent->inflight);
   while (dirty != NULL) {
     wl__name_t *n = dirty;
     dirty = n->dirty_next;
@@ -139,27 +137,12 @@ void wl_agent_close(wl_agent_t *agent) {
   wl__mutex_unlock(&wl__m.mutex);
 }
 
-void wl_agent_take_mail(wl_agent_t *agent) {
-  wl__mutex_lock(&wl__m.mutex);
-  wl__list_splice(&agent->inflight, &agent->mail);
-  wl__mutex_unlock(&wl__m.mutex);
-}
-
-int wl_agent_has_mail(wl_agent_t *agent) {
-  int has;
-
-  wl__mutex_lock(&wl__m.mutex);
-  has = !wl__list_empty(&agent->mail);
-  wl__mutex_unlock(&wl__m.mutex);
-  return has;
-}
-
 wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {
   wl_request_t *req = NULL;
 
   wl__mutex_lock(&wl__m.mutex);
-  if (!wl__list_empty(&agent->inflight)) {
-    req = wl__container_of(agent->inflight.next, wl_request_t, mlink);
+  if (!wl__list_empty(&agent->mail)) {
+    req = wl__container_of(agent->mail.next, wl_request_t, mlink);
     wl__list_remove(&req->mlink);
     *events = req->events;
     req->events = 0;

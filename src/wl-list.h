@@ -48,15 +48,4 @@ static inline void wl__list_remove(wl__link_t *node) {
   node->next = NULL;
 }
 
-/* Moves every node of `from` to the end of `to`, leaving `from` empty. */
-static inline void wl__list_splice(wl__link_t *to, wl__link_t *from) {
-  if (wl__list_empty(from))
-    return;
-  from->next->prev = to->prev;
-  to->prev->next = from->next;
-  from->prev->next = to;
-  to->prev = from->prev;
-  wl__list_init(from);
-}
-
 #endif

@@ -59,7 +59,6 @@ struct wl_agent_s {
   wl_notify_cb notify;
   wl__link_t requests; /* its requests that are queued or held */
   wl__link_t mail;     /* its requests with undelivered events */
-  wl__link_t inflight; /* taken from mail by wl_agent_take_mail() */
   size_t client_id_len;
   char client_id[WL_CLIENT_ID_MAX];
 };
@@ -73,7 +72,7 @@ struct wl_request_s {
   wl__name_t *name;
   wl__link_t qlink; /* in its name's queue when queued, held list when held */
   wl__link_t alink; /* in its agent's requests when queued or held */
-  wl__link_t mlink; /* in its agent's mail or inflight when it has events */
+  wl__link_t mlink; /* in its agent's mail when it has events */
   unsigned char mode;
   unsigned char state;
   unsigned char events;
@@ -106,16 +105,9 @@ int wl_agent_init(wl_agent_t *agent, const char *client_id,
  * can reach the agent or its requests. */
 void wl_agent_close(wl_agent_t *agent);
 
-/* Moves the agent's mail to its inflight list. Events that arrive afterwards
- * go to a fresh mailbox and notify again, so one drain cannot be kept
- * running forever by new events. */
-void wl_agent_take_mail(wl_agent_t *agent);
-
-/* Whether the agent has mail not yet taken. */
-int wl_agent_has_mail(wl_agent_t *agent);
-
-/* Pops the next inflight request and its events, or returns NULL. Only the
- * agent's own thread calls this. */
+/* Pops the next request with mail and its events, or returns NULL. Only the
+ * agent's own thread calls this. Once it has returned NULL, the next event
+ * notifies again; a caller that stops before NULL must wake itself. */
 wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events);
 
 /* Requests a lock on `name` (UTF-16 code units, copied when new) for `agent`.

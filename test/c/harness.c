@@ -50,7 +50,6 @@ size_t drain(tagent_t *t, tmail_t *out, size_t max) {
   unsigned events;
   size_t n = 0;
 
-  wl_agent_take_mail(&t->agent);
   while ((req = wl_agent_next(&t->agent, &events)) != NULL) {
     if (n < max) {
       out[n].req = req;

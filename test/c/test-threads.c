@@ -145,7 +145,6 @@ static void deliver(worker_t *w) {
   unsigned events;
 
   pthread_mutex_lock(&gate);
-  wl_agent_take_mail(&w->agent);
   while ((req = wl_agent_next(&w->agent, &events)) != NULL)
     on_event(req->data, events);
   pthread_mutex_unlock(&gate);
@@ -250,7 +249,6 @@ static void *run_worker(void *arg) {
   pthread_barrier_wait(&barrier);
   poll_mail(w);
   pthread_barrier_wait(&barrier);
-  wl_agent_take_mail(&w->agent);
   req = wl_agent_next(&w->agent, &events);
   ASSERT(req == NULL);
   pthread_barrier_wait(&barrier);
