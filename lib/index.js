@@ -53,10 +53,7 @@ class LockRequest {
     this.onAbort = undefined
     // Chained now, so that the callback runs in the async context of the
     // request() call whichever thread's release granted the lock.
-    const granted = new Promise((resolve) => { this.grant = resolve })
-    granted
-      .then(run)
-      .then((value) => this.finish(true, value), (error) => this.finish(false, error))
+    new Promise((resolve) => { this.grant = resolve }).then(run)
   }
 
   deliver (events) {
@@ -79,11 +76,26 @@ class LockRequest {
         // Aborted after the grant was made but before it reached this
         // thread: the abort steps already rejected the promise.
         this.release()
-        return undefined
+        return
       }
     }
     const callback = this.callback
-    return callback(this.held ? new Lock(kToken, this.name, this.mode) : null)
+    let result
+    try {
+      result = callback(this.held ? new Lock(kToken, this.name, this.mode) : null)
+    } catch (error) {
+      this.finish(false, error)
+      return
+    }
+    if (result !== null && (typeof result === 'object' || typeof result === 'function')) {
+      // The lock is held until the result settles. This is the spec's
+      // "resolve waiting with r": a thenable is adopted, its then read once.
+      new Promise((resolve) => resolve(result))
+        .then((value) => this.finish(true, value), (error) => this.finish(false, error))
+    } else {
+      // Nothing to wait for: release now rather than a microtask later.
+      this.finish(true, result)
+    }
   }
 
   release () {

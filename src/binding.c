@@ -160,8 +160,7 @@ static void wlb__dispatch(wlb_thread_t *t, uint32_t id, unsigned events) {
   if (napi_open_handle_scope(env, &scope) != napi_ok)
     return;
   status = napi_get_reference_value(env, t->dispatch, &fn);
-  if (status == napi_ok)
-    status = napi_get_global(env, &recv); /* must be an object */
+  recv = fn; /* `this` for the dispatcher; Node wants an object */
   if (status == napi_ok)
     status = napi_create_uint32(env, id, &argv[0]);
   if (status == napi_ok)
