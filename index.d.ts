@@ -41,3 +41,35 @@ export declare class LockManager {
 
 /** This thread's LockManager. */
 export declare const locks: LockManager
+
+/** Contention figures for one lock name, counted on this thread. */
+export interface ContentionFigures {
+  /** Requests made. */
+  requests: number
+  /** Requests granted (their callback got a Lock). */
+  granted: number
+  /** Granted requests that had to wait for the lock. */
+  waited: number
+  /** Total time those requests waited, in milliseconds. */
+  waitMs: number
+  /** The longest of those waits, in milliseconds. */
+  maxWaitMs: number
+  /** ifAvailable requests whose callback got null. */
+  missed: number
+  /** Requests whose lock was stolen. */
+  stolen: number
+  /** Requests aborted (by their signal) before they were granted. */
+  aborted: number
+  /** Requests whose callback threw or rejected. */
+  failed: number
+}
+
+export interface ContentionMonitor {
+  /** A copy of the figures so far, by lock name. */
+  figures (): Map<string, ContentionFigures>
+  /** Stops counting. */
+  stop (): void
+}
+
+/** Starts counting contention per lock name for this thread's requests. */
+export declare function monitorContention (): ContentionMonitor

@@ -7,6 +7,7 @@
 
 const path = require('path')
 const { randomUUID } = require('crypto')
+const diagnostics = require('diagnostics_channel')
 const binding = require('node-gyp-build')(path.join(__dirname, '..'))
 
 const EXCLUSIVE = 0
@@ -16,6 +17,23 @@ const STEAL = 2
 const EV_GRANTED = 1
 const EV_UNAVAILABLE = 2
 const EV_STOLEN = 4
+
+// The channels and payloads of Node's built-in navigator.locks, so that
+// existing tooling works. A request's start and grant (or miss) payloads are
+// one object, so a subscriber can pair them.
+const startChannel = diagnostics.channel('locks.request.start')
+const grantChannel = diagnostics.channel('locks.request.grant')
+const missChannel = diagnostics.channel('locks.request.miss')
+const endChannel = diagnostics.channel('locks.request.end')
+
+// For monitorContention(): the errors this package made for stolen locks, and
+// the start payloads of requests that could not be granted at once.
+const stolenErrors = new WeakSet()
+const queuedPayloads = new WeakSet()
+const monitorContention = require('./contention.js')({
+  isStolen: (error) => stolenErrors.has(error),
+  wasQueued: (payload) => queuedPayloads.has(payload)
+})
 
 const kToken = Symbol('web-locks')
 const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, steal: false })
@@ -37,20 +55,25 @@ function createRequestTable () {
 }
 
 function stolenError () {
-  return new DOMException("Lock broken by another request with the 'steal' option.", 'AbortError')
+  const error = new DOMException("Lock broken by another request with the 'steal' option.", 'AbortError')
+  stolenErrors.add(error)
+  return error
 }
 
 class LockRequest {
-  constructor (name, mode, callback, signal, resolve, reject) {
+  constructor (name, options, callback, resolve, reject) {
     this.id = -1
     this.name = name
-    this.mode = mode
+    this.options = options
+    this.mode = options.mode
     this.callback = callback
-    this.signal = signal
+    this.signal = options.signal
     this.resolve = resolve
     this.reject = reject
+    this.settled = false
     this.held = false
     this.onAbort = undefined
+    this.diagnostics = undefined
     // Chained now, so that the callback runs in the async context of the
     // request() call whichever thread's release granted the lock.
     new Promise((resolve) => { this.grant = resolve }).then(run)
@@ -65,7 +88,7 @@ class LockRequest {
       this.grant(this)
     }
     // After the grant: its callback is queued first, as in the spec.
-    if (events & EV_STOLEN) this.reject(stolenError())
+    if (events & EV_STOLEN) this.settle(false, stolenError())
   }
 
   run () {
@@ -79,6 +102,8 @@ class LockRequest {
         return
       }
     }
+    const channel = this.held ? grantChannel : missChannel
+    if (channel.hasSubscribers) channel.publish(this.diagnostics || { name: this.name, mode: this.mode })
     const callback = this.callback
     let result
     try {
@@ -105,9 +130,18 @@ class LockRequest {
   }
 
   finish (ok, value) {
-    if (this.held && !this.release()) {
-      this.reject(stolenError())
-      return
+    if (this.held && !this.release()) this.settle(false, stolenError())
+    else this.settle(ok, value)
+  }
+
+  // Settles the request() promise; later calls are ignored, as they are by
+  // the promise itself.
+  settle (ok, value) {
+    if (this.settled) return
+    this.settled = true
+    if (endChannel.hasSubscribers) {
+      const { ifAvailable, steal } = this.options
+      endChannel.publish({ name: this.name, mode: this.mode, ifAvailable, steal, error: ok ? undefined : value })
     }
     if (ok) this.resolve(value)
     else this.reject(value)
@@ -115,7 +149,7 @@ class LockRequest {
 
   abort () {
     if (binding.abort(this.id)) requests[this.id] = undefined
-    this.reject(this.signal.reason)
+    this.settle(false, this.signal.reason)
   }
 }
 
@@ -178,10 +212,16 @@ function requestLock (name, options, callback) {
 
   let resolve, reject
   const promise = new Promise((res, rej) => { resolve = res; reject = rej })
-  const request = new LockRequest(name, mode, callback, signal, resolve, reject)
-  request.id = binding.request(name, mode === 'shared' ? SHARED : EXCLUSIVE,
+  const request = new LockRequest(name, options, callback, resolve, reject)
+  const result = binding.request(name, mode === 'shared' ? SHARED : EXCLUSIVE,
     (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
+  request.id = result >>> 1
   requests[request.id] = request
+  if (startChannel.hasSubscribers) {
+    request.diagnostics = { name, mode }
+    if ((result & 1) === 0) queuedPayloads.add(request.diagnostics)
+    startChannel.publish(request.diagnostics)
+  }
   if (signal !== undefined) {
     request.onAbort = () => request.abort()
     signal.addEventListener('abort', request.onAbort, { once: true })
@@ -252,4 +292,4 @@ for (const [Class, members] of [[LockManager, ['request', 'query']], [Lock, ['na
 
 const locks = new LockManager(kToken)
 
-module.exports = { locks, LockManager, Lock }
+module.exports = { locks, LockManager, Lock, monitorContention }

@@ -354,8 +354,9 @@ fail:
   return 1;
 }
 
-/* request(name, mode, flags) -> id. Validation is lib/'s; this only refuses
- * what would corrupt the manager. */
+/* request(name, mode, flags) -> id * 2 + 1 if the lock was free, id * 2 if
+ * the request waits (or misses). Validation is lib/'s; this only refuses what
+ * would corrupt the manager. */
 static napi_value wlb_request(napi_env env, napi_callback_info info) {
   napi_value argv[3], result;
   wlb_thread_t *t;
@@ -382,18 +383,19 @@ static napi_value wlb_request(napi_env env, napi_callback_info info) {
   } else if ((rc = wlb__slot_alloc(t, r)) != 0) {
     free(r);
   } else if ((rc = wl_request(&t->agent, &r->req, (const uint16_t *)name, len,
-                              (wl_mode_t)mode, flags)) != 0) {
+                              (wl_mode_t)mode, flags)) < 0) {
     r->waiting = 0;
     wlb__free(t, r);
   }
   if (name != stack)
     free(name);
-  if (rc != 0)
+  if (rc < 0)
     return wlb__throw_code(env, rc);
   r->waiting = 1;
   if (t->waiting++ == 0)
     uv_ref((uv_handle_t *)&t->async);
-  WLB_CALL(env, napi_create_uint32(env, r->id, &result));
+  WLB_CALL(env, napi_create_double(
+                    env, (double)r->id * 2 + (rc == WL_GRANTED_AT_ONCE), &result));
   return result;
 }
 

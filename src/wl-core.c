@@ -199,7 +199,7 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   }
   wl__process(n);
   wl__mutex_unlock(&wl__m.mutex);
-  return 0;
+  return req->state == WL__HELD ? WL_GRANTED_AT_ONCE : 0;
 }
 
 int wl_release(wl_request_t *req) {

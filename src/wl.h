@@ -39,6 +39,9 @@ enum { WL_IF_AVAILABLE = 1, WL_STEAL = 2 };
  * steal that followed it. */
 enum { WL_EV_GRANTED = 1, WL_EV_UNAVAILABLE = 2, WL_EV_STOLEN = 4 };
 
+/* wl_request()'s result when the lock was granted without waiting. */
+enum { WL_GRANTED_AT_ONCE = 1 };
+
 /* Error codes, negative like libuv's. */
 enum { WL_ENOMEM = -12, WL_EINVAL = -22 };
 
@@ -112,8 +115,10 @@ wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events);
 
 /* Requests a lock on `name` (UTF-16 code units, copied when new) for `agent`.
  * The outcome arrives in the agent's mailbox: WL_EV_GRANTED, or for an
- * ifAvailable request that is not grantable WL_EV_UNAVAILABLE. Returns 0, or
- * WL_EINVAL for a flag combination the spec rejects, or WL_ENOMEM. */
+ * ifAvailable request that is not grantable WL_EV_UNAVAILABLE. Returns
+ * WL_GRANTED_AT_ONCE if the lock was free (the grant is still delivered by
+ * mail), 0 if the request waits or missed, WL_EINVAL for a flag combination
+ * the spec rejects, or WL_ENOMEM. */
 int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
                size_t name_len, wl_mode_t mode, unsigned flags);
 

@@ -22,8 +22,9 @@ static void test_waits_for_holder(void) {
 
   tagent_init(&a, ID("a"));
   tagent_init(&b, ID("b"));
-  REQUEST(&a, &r1, "x", WL_EXCLUSIVE, 0);
-  REQUEST(&b, &r2, "x", WL_EXCLUSIVE, 0);
+  ASSERT_EQ(WL_GRANTED_AT_ONCE,
+            wl_request(&a.agent, &r1, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl_request(&b.agent, &r2, NAME("x"), WL_EXCLUSIVE, 0));
   EXPECT_MAIL(&a, {&r1, WL_EV_GRANTED});
   EXPECT_NO_MAIL(&b);
   ASSERT_EQ(0, b.notified);
