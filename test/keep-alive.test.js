@@ -1,0 +1,183 @@
+'use strict';
+// A thread with pending requests must stay alive until they are granted or
+// aborted (otherwise the grant the spec promises would never be delivered);
+// a held lock alone does not keep a thread alive (a thread that has nothing
+// left to do ends, and ending releases its locks, spec §2.6).
+const assert = require('node:assert/strict');
+const { execFile } = require('node:child_process');
+const { PKG, api, uniq, hold, stateOf, delay } = require('./fixtures/util');
+const { spawnScript, terminateAll } = require('./fixtures/agent');
+
+function runNode(code, timeout = 10000) {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['-e', code], { timeout, env: Object.assign({}, process.env, { PKG }) }, (error, stdout, stderr) => {
+      resolve({ code: error ? (error.code === undefined ? null : error.code) : 0, killed: Boolean(error && error.killed), signal: error && error.signal, stdout, stderr });
+    });
+  });
+}
+
+describe('keeping threads alive', function () {
+  let locks;
+  before(function () {
+    ({ locks } = api());
+  });
+  afterEach(terminateAll);
+
+  it('a worker whose only work is a pending request stays alive until it is granted, then exits on its own', async function () {
+    const name = uniq('ka-pending');
+    const h = hold(name);
+    await h.granted;
+    const w = spawnScript(`
+      locks.request(workerData.name, (lock) => {
+        parentPort.postMessage('granted ' + lock.name);
+      });
+      parentPort.postMessage('requested');
+    `, { name });
+    await w.message((m) => m === 'requested');
+    const { pending } = await stateOf(name);
+    assert.equal(pending.length, 1, 'the worker\'s request is queued');
+    // Nothing else keeps the worker alive: it must not exit now.
+    await delay(50);
+    assert.equal(w.exitCode, undefined, 'the worker exited with a request pending');
+    assert.equal((await stateOf(name)).pending.length, 1);
+    h.release();
+    await w.message((m) => m === `granted ${name}`);
+    assert.equal(await w.exited, 0);
+    await h.done;
+    assert.deepEqual(await stateOf(name), { held: [], pending: [] });
+  });
+
+  it('a worker that holds a lock with a never-settling callback and has nothing else to do exits on its own, and its lock is released', async function () {
+    const name = uniq('ka-held');
+    const w = spawnScript(`
+      locks.request(workerData.name, () => {
+        parentPort.postMessage('granted');
+        return new Promise(() => {});
+      });
+    `, { name });
+    await w.message((m) => m === 'granted');
+    assert.equal(await w.exited, 0);
+    assert.deepEqual(await stateOf(name), { held: [], pending: [] });
+    assert.equal(await locks.request(name, { ifAvailable: true }, (l) => l !== null), true);
+  });
+
+  it('a request waiting behind a lock held by an idle worker is granted when that worker exits on its own', async function () {
+    const name = uniq('ka-held-waiter');
+    const w = spawnScript(`
+      locks.request(workerData.name, () => {
+        parentPort.postMessage('granted');
+        return new Promise(() => {});
+      });
+    `, { name });
+    await w.message((m) => m === 'granted');
+    const got = await locks.request(name, (l) => l.name);
+    assert.equal(got, name);
+    assert.equal(await w.exited, 0);
+  });
+
+  it('a worker whose pending request is aborted (by an unref\'d AbortSignal.timeout) gets the rejection and then exits on its own', async function () {
+    const name = uniq('ka-abort');
+    const h = hold(name);
+    await h.granted;
+    const w = spawnScript(`
+      locks.request(workerData.name, { signal: AbortSignal.timeout(50) }, () => {
+        parentPort.postMessage('granted?!');
+      }).catch((e) => parentPort.postMessage('rejected ' + e.name));
+      parentPort.postMessage('requested');
+    `, { name });
+    await w.message((m) => m === 'requested');
+    await w.message((m) => m === 'rejected TimeoutError');
+    assert.equal(await w.exited, 0);
+    assert.deepEqual((await stateOf(name)).pending, []);
+    h.release();
+    await h.done;
+  });
+
+  it('a worker whose ifAvailable request got null exits on its own', async function () {
+    const name = uniq('ka-ifavail');
+    const h = hold(name);
+    await h.granted;
+    const w = spawnScript(`
+      locks.request(workerData.name, { ifAvailable: true }, (lock) => {
+        parentPort.postMessage(lock === null ? 'null' : 'lock');
+      });
+    `, { name });
+    await w.message((m) => m === 'null');
+    assert.equal(await w.exited, 0);
+    h.release();
+    await h.done;
+  });
+
+  it('a worker whose lock was stolen gets the AbortError and exits on its own', async function () {
+    const name = uniq('ka-stolen');
+    const w = spawnScript(`
+      const keep = setInterval(() => {}, 1000); // alive until the steal
+      locks.request(workerData.name, () => {
+        parentPort.postMessage('granted');
+        return new Promise(() => {});
+      }).catch((e) => {
+        parentPort.postMessage('rejected ' + e.name);
+        clearInterval(keep);
+      });
+    `, { name });
+    await w.message((m) => m === 'granted');
+    await locks.request(name, { steal: true }, () => {});
+    await w.message((m) => m === 'rejected AbortError');
+    assert.equal(await w.exited, 0);
+  });
+
+  it('many pending requests in one worker keep it alive until the last is granted', async function () {
+    const name = uniq('ka-many');
+    const h = hold(name);
+    await h.granted;
+    const w = spawnScript(`
+      let n = 0;
+      for (let i = 0; i < 20; i++) {
+        locks.request(workerData.name, () => { if (++n === 20) parentPort.postMessage('all'); });
+      }
+      parentPort.postMessage('requested');
+    `, { name });
+    await w.message((m) => m === 'requested');
+    await delay(50);
+    assert.equal(w.exitCode, undefined);
+    h.release();
+    await w.message((m) => m === 'all');
+    assert.equal(await w.exited, 0);
+  });
+
+  describe('the main thread (in a child process)', function () {
+    this.timeout(20000);
+
+    it('a process whose main thread holds a lock with a never-settling callback exits on its own with code 0', async function () {
+      const r = await runNode(`
+        const { locks } = require(process.env.PKG);
+        locks.request('held-forever', () => {
+          console.log('granted');
+          return new Promise(() => {});
+        });
+      `);
+      assert.equal(r.killed, false, 'the process had to be killed: the held lock kept it alive');
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout.trim(), 'granted');
+    });
+
+    it('a main thread with a pending request stays alive until another thread releases the lock', async function () {
+      const r = await runNode(`
+        const { Worker } = require('node:worker_threads');
+        const { locks } = require(process.env.PKG);
+        const w = new Worker(
+          "const { locks } = require(process.env.PKG);" +
+          "const { parentPort } = require('node:worker_threads');" +
+          "locks.request('x', () => { parentPort.postMessage('held'); return new Promise((r) => setTimeout(r, 200)); });",
+          { eval: true });
+        w.once('message', () => {
+          w.unref(); // from here on only the pending request keeps the main thread alive
+          locks.request('x', () => console.log('main granted'));
+        });
+      `);
+      assert.equal(r.killed, false);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout.trim(), 'main granted');
+    });
+  });
+});
