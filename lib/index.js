@@ -35,6 +35,7 @@ const monitorContention = require('./contention.js')({
   wasQueued: (payload) => queuedPayloads.has(payload)
 })
 
+const promiseThen = Promise.prototype.then
 const kToken = Symbol('web-locks')
 const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, steal: false })
 
@@ -80,12 +81,15 @@ class LockRequest {
   }
 
   deliver (events) {
+    const grant = this.grant
     if (events & EV_GRANTED) {
       this.held = true
-      this.grant(this)
+      this.grant = undefined
+      grant(this)
     } else if (events & EV_UNAVAILABLE) {
       requests[this.id] = undefined
-      this.grant(this)
+      this.grant = undefined
+      grant(this)
     }
     // After the grant: its callback is queued first, as in the spec.
     if (events & EV_STOLEN) this.settle(false, stolenError())
@@ -112,15 +116,51 @@ class LockRequest {
       this.finish(false, error)
       return
     }
-    if (result !== null && (typeof result === 'object' || typeof result === 'function')) {
-      // The lock is held until the result settles. This is the spec's
-      // "resolve waiting with r": a thenable is adopted, its then read once.
-      new Promise((resolve) => resolve(result))
-        .then((value) => this.finish(true, value), (error) => this.finish(false, error))
-    } else {
-      // Nothing to wait for: release now rather than a microtask later.
+    this.wait(result)
+  }
+
+  // The spec's "resolve waiting with r", then release: r's then is read once
+  // and a thenable is adopted. A native promise is adopted with one reaction
+  // and a plain value releases at once, without the wrapper promise and the
+  // extra microtasks of new Promise((resolve) => resolve(r)).
+  wait (result) {
+    if (result === null || (typeof result !== 'object' && typeof result !== 'function')) {
       this.finish(true, result)
+      return
     }
+    let then
+    try {
+      then = result.then
+    } catch (error) {
+      this.finish(false, error)
+      return
+    }
+    if (typeof then !== 'function') {
+      this.finish(true, result)
+      return
+    }
+    let called = false
+    const onFulfilled = (value) => {
+      if (called) return
+      called = true
+      this.wait(value)
+    }
+    const onRejected = (error) => {
+      if (called) return
+      called = true
+      this.finish(false, error)
+    }
+    const adopt = () => {
+      try {
+        then.call(result, onFulfilled, onRejected)
+      } catch (error) {
+        onRejected(error)
+      }
+    }
+    // The spec calls then in a microtask; for the built-in then, calling it
+    // now only registers a reaction, which nothing can observe.
+    if (then === promiseThen) adopt()
+    else queueMicrotask(adopt)
   }
 
   release () {
