@@ -229,4 +229,78 @@ describe('the callback and the lock\'s lifetime', function () {
     assert.equal(await p, 'inner');
     await hb.done;
   });
+
+  describe('adopting the result as the spec\'s "resolve waiting with r"', function () {
+    it('reads then exactly once, and calls it in a later microtask with this = the result', async function () {
+      const name = uniq('cb-then-once');
+      let reads = 0;
+      let calledWith;
+      let calledSync = true;
+      const thenable = {};
+      Object.defineProperty(thenable, 'then', {
+        get() {
+          reads++;
+          return function (onFulfilled) {
+            calledWith = this;
+            onFulfilled('v');
+          };
+        },
+      });
+      const p = locks.request(name, () => {
+        Promise.resolve().then(() => { calledSync = calledWith === undefined; });
+        return thenable;
+      });
+      assert.equal(await p, 'v');
+      assert.equal(reads, 1);
+      assert.equal(calledWith, thenable);
+      assert.equal(calledSync, true, 'then() was not called synchronously inside the task');
+    });
+
+    it('ignores every call of the resolving functions after the first, and a throw after resolving', async function () {
+      const name = uniq('cb-then-twice');
+      const result = await locks.request(name, () => ({
+        then(onFulfilled, onRejected) {
+          onFulfilled('first');
+          onFulfilled('second');
+          onRejected(new Error('late'));
+          throw new Error('after');
+        },
+      }));
+      assert.equal(result, 'first');
+      assert.deepEqual(await stateOf(name), { held: [], pending: [] });
+    });
+
+    it('a then that throws before resolving rejects with that error', async function () {
+      const boom = new Error('then threw');
+      await assert.rejects(locks.request(uniq('cb-then-throws'), () => ({ then() { throw boom; } })), (e) => e === boom);
+    });
+
+    it('adopts a thenable fulfilled with another thenable, holding the lock until the innermost settles', async function () {
+      const name = uniq('cb-then-nested');
+      const inner = deferred();
+      const p = locks.request(name, () => ({ then(onFulfilled) { onFulfilled({ then(f) { inner.promise.then(f); } }); } }));
+      await stateOf(name);
+      await microtasks(10);
+      assert.equal((await stateOf(name)).held.length, 1, 'held until the inner thenable settles');
+      inner.resolve('deep');
+      assert.equal(await p, 'deep');
+    });
+
+    it('uses a promise\'s own then when it is overridden', async function () {
+      const promise = Promise.resolve('original');
+      promise.then = function (onFulfilled) { onFulfilled('overridden'); };
+      assert.equal(await locks.request(uniq('cb-own-then'), () => promise), 'overridden');
+    });
+
+    it('settles with an object whose then is not callable as that object', async function () {
+      const value = { then: 42 };
+      assert.equal(await locks.request(uniq('cb-then-not-fn'), () => value), value);
+    });
+
+    it('treats a function result as a possible thenable', async function () {
+      const fn = () => {};
+      fn.then = (onFulfilled) => onFulfilled('from function');
+      assert.equal(await locks.request(uniq('cb-fn-thenable'), () => fn), 'from function');
+    });
+  });
 });
