@@ -9,15 +9,18 @@ export interface LockOptions {
   steal?: boolean
 }
 
+// lib.dom marks every member of these two optional (WebIDL dictionaries);
+// query() here always fills them all, so they are required, as in
+// @types/node's worker_threads types. Both stay assignable to lib.dom's.
 export interface LockInfo {
-  clientId?: string
-  mode?: LockMode
-  name?: string
+  clientId: string
+  mode: LockMode
+  name: string
 }
 
 export interface LockManagerSnapshot {
-  held?: LockInfo[]
-  pending?: LockInfo[]
+  held: LockInfo[]
+  pending: LockInfo[]
 }
 
 export interface LockGrantedCallback<T> {

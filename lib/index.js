@@ -36,6 +36,7 @@ const monitorContention = require('./contention.js')({
 })
 
 const promiseThen = Promise.prototype.then
+const resolved = Promise.resolve()
 const kToken = Symbol('web-locks')
 const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, steal: false })
 
@@ -113,30 +114,33 @@ class LockRequest {
     try {
       result = callback(this.held ? new Lock(kToken, this.name, this.mode) : null)
     } catch (error) {
-      this.finish(false, error)
+      // As a rejected waiting promise: released in a microtask, after those
+      // the callback queued.
+      promiseThen.call(resolved, () => this.finish(false, error))
       return
     }
     this.wait(result)
   }
 
-  // The spec's "resolve waiting with r", then release: r's then is read once
-  // and a thenable is adopted. A native promise is adopted with one reaction
-  // and a plain value releases at once, without the wrapper promise and the
-  // extra microtasks of new Promise((resolve) => resolve(r)).
+  // The spec's "resolve waiting with r", and the release upon its
+  // settlement: r's then is read once and a thenable is adopted; a plain
+  // value releases in a microtask, after those the callback queued. A native
+  // promise is adopted with one reaction, without the wrapper promise of
+  // new Promise((resolve) => resolve(r)).
   wait (result) {
     if (result === null || (typeof result !== 'object' && typeof result !== 'function')) {
-      this.finish(true, result)
+      promiseThen.call(resolved, () => this.finish(true, result))
       return
     }
     let then
     try {
       then = result.then
     } catch (error) {
-      this.finish(false, error)
+      promiseThen.call(resolved, () => this.finish(false, error))
       return
     }
     if (typeof then !== 'function') {
-      this.finish(true, result)
+      promiseThen.call(resolved, () => this.finish(true, result))
       return
     }
     let called = false

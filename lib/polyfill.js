@@ -1,8 +1,10 @@
 'use strict'
 
-// Installs navigator.locks (and the LockManager and Lock globals) where the
-// platform has none. A platform implementation is never replaced: check
-// `installed`, or use require('web-locks').locks directly to choose ours.
+// Installs navigator.locks, with the LockManager and Lock globals, where the
+// platform has none. A platform implementation is never replaced (check
+// `installed`, or use require('web-locks').locks directly to choose ours), and
+// then the globals are left alone too, so that navigator.locks is never an
+// instance of a LockManager other than the global one.
 
 const { locks, LockManager, Lock } = require('./index.js')
 
@@ -14,8 +16,10 @@ if (typeof globalThis.navigator !== 'object' || globalThis.navigator === null) {
   define(globalThis, 'navigator', {}, false)
 }
 const installed = !('locks' in globalThis.navigator)
-if (installed) define(globalThis.navigator, 'locks', locks, true)
-if (!('LockManager' in globalThis)) define(globalThis, 'LockManager', LockManager, false)
-if (!('Lock' in globalThis)) define(globalThis, 'Lock', Lock, false)
+if (installed) {
+  define(globalThis.navigator, 'locks', locks, true)
+  if (!('LockManager' in globalThis)) define(globalThis, 'LockManager', LockManager, false)
+  if (!('Lock' in globalThis)) define(globalThis, 'Lock', Lock, false)
+}
 
 module.exports = { installed }

@@ -165,6 +165,40 @@ describe('the callback and the lock\'s lifetime', function () {
     assert.equal(seenAfterError, true);
   });
 
+  it('a synchronous callback\'s lock is released only after the microtasks it queued: they still see it held', async function () {
+    // §4.4 step 14: "resolve waiting with r"; §2.4: when waiting settles
+    // (a promise reaction, so a later microtask) the lock is released.
+    const name = uniq('cb-sync-microtask');
+    const seen = deferred();
+    const p = locks.request(name, () => {
+      queueMicrotask(() => {
+        // Both made in this microtask, before the release.
+        const snapshot = locks.query();
+        const probe = locks.request(name, { ifAvailable: true }, (l) => l === null);
+        Promise.all([snapshot, probe]).then(([snap, unavailable]) => {
+          seen.resolve({ held: snap.held.filter((i) => i.name === name).length, unavailable });
+        }, seen.reject);
+      });
+      return 'sync value';
+    });
+    assert.equal(await p, 'sync value');
+    assert.deepEqual(await seen.promise, { held: 1, unavailable: true });
+  });
+
+  it('a synchronous throw releases the lock only after the microtasks the callback queued', async function () {
+    const name = uniq('cb-throw-microtask');
+    const seen = deferred();
+    const boom = new Error('sync throw');
+    const p = locks.request(name, () => {
+      queueMicrotask(() => {
+        locks.query().then((snap) => seen.resolve(snap.held.filter((i) => i.name === name).length), seen.reject);
+      });
+      throw boom;
+    });
+    await assert.rejects(p, (e) => e === boom);
+    assert.equal(await seen.promise, 1);
+  });
+
   it('a synchronous callback holds the lock only while it runs: the next queued request follows right after', async function () {
     const name = uniq('cb-sync');
     const order = [];

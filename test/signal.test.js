@@ -2,7 +2,7 @@
 // Spec §3.2.1 step 9, §4.1 step 2, §4.3 ("signal to abort the request",
 // "abort the request") and §4.4 step 14.1: aborting a request.
 const assert = require('node:assert/strict');
-const { getEventListeners } = require('node:events');
+const { getEventListeners, setMaxListeners } = require('node:events');
 const { api, uniq, hold, stateOf, deferred, trackUnhandled, microtasks, rejects } = require('./fixtures/util');
 
 function abortError(err) {
@@ -155,6 +155,7 @@ describe('request() with signal', function () {
     const name = uniq('sig-listeners');
     const controller = new AbortController();
     const { signal } = controller;
+    setMaxListeners(1000, signal); // up to 200 requests wait on it at once
     for (let i = 0; i < 200; i++) {
       await locks.request(name, { signal }, () => i);
     }
@@ -178,6 +179,7 @@ describe('request() with signal', function () {
   it('a signal shared by many queued requests does not accumulate listeners once they are granted', async function () {
     const name = uniq('sig-shared');
     const { signal } = new AbortController();
+    setMaxListeners(1000, signal); // 100 requests wait on it at once
     const h = hold(name);
     await h.granted;
     const all = [];

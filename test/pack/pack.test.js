@@ -1,0 +1,266 @@
+'use strict';
+// The published package (npm run test:pack; not part of the default suite:
+// it packs, which rebuilds the addon, and installs, which takes seconds).
+//
+// `npm pack` runs prepack (prebuildify --napi --strip), so the tarball
+// carries a stripped Node-API prebuild. Installed into a fresh project with
+// no network (npm --offline, and a dead proxy should npm try anyway) and no
+// compiler on PATH (PATH holds only node, npm and sh, which npm runs scripts
+// with), it must load that prebuild
+// from CommonJS and ES modules. Without a prebuild, install compiles (with a
+// compiler), or fails (without one).
+const assert = require('node:assert/strict');
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const PREBUILD_DIR = `prebuilds/${process.platform}-${process.arch}`;
+
+function run(command, args, options = {}) {
+  const r = spawnSync(command, args, Object.assign({ encoding: 'utf8', maxBuffer: 64 << 20 }, options));
+  if (r.error) throw r.error;
+  return r;
+}
+
+function check(r, what) {
+  const hint = /ENOTCACHED/.test(r.stderr)
+    ? '\n(npm --offline needs node-gyp-build in the npm cache: run npm ci or npm install in the repository first)'
+    : '';
+  assert.equal(r.status, 0, `${what} failed (${r.status}):\n${r.stdout}\n${r.stderr}${hint}`);
+  return r;
+}
+
+function which(name) {
+  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+    const file = path.join(dir, name);
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return file;
+    } catch {}
+  }
+  return null;
+}
+
+// Headers for node-gyp without a download: those next to the running node
+// (Debian's nodejs, the node-<os>-<arch> npm packages, nodejs.org tarballs).
+function localNodedir() {
+  const dir = path.resolve(path.dirname(process.execPath), '..');
+  return fs.existsSync(path.join(dir, 'include', 'node', 'node_api.h')) ? dir : null;
+}
+
+// An environment for npm and node run as a user would, in a project of their
+// own: none of the npm_* variables of an enclosing `npm run` (they would point
+// npm at this repository) except the user's own settings, and no network.
+function userEnv(PATH) {
+  const env = {};
+  const keep = new Set(['npm_config_cache', 'npm_config_userconfig', 'npm_config_cafile', 'npm_config_nodedir']);
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^npm_/i.test(key) && !keep.has(key.toLowerCase())) continue;
+    if (/^(https?_proxy|no_proxy|all_proxy)$/i.test(key)) continue;
+    env[key] = value;
+  }
+  const dead = 'http://127.0.0.1:9';
+  Object.assign(env, {
+    PATH,
+    npm_config_offline: 'true',
+    npm_config_proxy: dead,
+    npm_config_https_proxy: dead,
+    npm_config_noproxy: '',
+    HTTP_PROXY: dead,
+    HTTPS_PROXY: dead,
+    npm_config_audit: 'false',
+    npm_config_fund: 'false',
+    npm_config_update_notifier: 'false',
+  });
+  return env;
+}
+
+function freshProject(dir) {
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: path.basename(dir), version: '1.0.0', private: true }, null, 2));
+  return dir;
+}
+
+function npmInstall(project, tarball, env, extra = []) {
+  return run(process.execPath, [NPM_CLI, 'install', '--offline', '--no-audit', '--no-fund', '--loglevel=warn', ...extra, tarball], { cwd: project, env });
+}
+
+// npm's own script (the `npm` on PATH, through its symlinks).
+const NPM_CLI = (() => {
+  const npm = which('npm');
+  return npm && fs.realpathSync(npm);
+})();
+
+// Takes a lock through require() and through the polyfill, across a worker
+// too, and reports which addon file got loaded.
+const CJS_CHECK = `
+  const { Worker } = require('node:worker_threads');
+  const { locks, Lock } = require('web-locks');
+  const { installed } = require('web-locks/polyfill');
+  (async () => {
+    const lock = await locks.request('cjs', (l) => l instanceof Lock && { name: l.name, mode: l.mode });
+    const viaNavigator = installed ? await navigator.locks.request('cjs-polyfill', (l) => l.name) : 'built-in kept';
+    // A worker holds a lock; this thread sees it held.
+    const worker = new Worker("const { locks } = require('web-locks'); const { parentPort } = require('node:worker_threads');" +
+      "locks.request('cjs-worker', () => new Promise((r) => { parentPort.postMessage('held'); parentPort.once('message', r); }))", { eval: true });
+    await new Promise((r) => worker.once('message', r));
+    const blocked = await locks.request('cjs-worker', { ifAvailable: true }, (l) => l === null);
+    await worker.terminate();
+    const addon = require('node-gyp-build').resolve(require('node:path').dirname(require.resolve('web-locks/package.json')));
+    console.log(JSON.stringify({ lock, viaNavigator, blocked, addon }));
+  })().catch((e) => { console.error(e); process.exit(1); });
+`;
+
+const ESM_CHECK = `
+  import webLocks, { locks, Lock } from 'web-locks';
+  import polyfill, { installed } from 'web-locks/polyfill';
+  import { createRequire } from 'node:module';
+  const require = createRequire(import.meta.url);
+  const lock = await locks.request('esm', async (l) => l instanceof Lock && { name: l.name, mode: l.mode });
+  const viaNavigator = installed ? await navigator.locks.request('esm-polyfill', (l) => l.name) : 'built-in kept';
+  const sameAsRequire = webLocks === require('web-locks') && locks === require('web-locks').locks && polyfill === require('web-locks/polyfill');
+  console.log(JSON.stringify({ lock, viaNavigator, sameAsRequire }));
+`;
+
+describe('the packed package', function () {
+  this.timeout(300000);
+
+  let tmp;
+  let tarball;
+  let files;
+  let nodeOnlyPath; // a PATH with node, npm and sh, and nothing else
+
+  before(function () {
+    if (!NPM_CLI) this.skip();
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-pack-'));
+
+    // npm pack, with its prepack (prebuildify). Build logs share stdout with
+    // the JSON report, which comes last.
+    const packed = check(run(process.execPath, [NPM_CLI, 'pack', '--json', '--pack-destination', tmp], { cwd: ROOT }), 'npm pack');
+    const report = JSON.parse(packed.stdout.slice(packed.stdout.search(/^\[$/m)))[0];
+    tarball = path.join(tmp, report.filename);
+    files = report.files.map((f) => f.path);
+
+    const bin = path.join(tmp, 'bin');
+    fs.mkdirSync(bin);
+    fs.symlinkSync(process.execPath, path.join(bin, 'node'));
+    fs.symlinkSync(NPM_CLI, path.join(bin, 'npm'));
+    fs.symlinkSync(which('sh') || '/bin/sh', path.join(bin, 'sh'));
+    nodeOnlyPath = bin;
+  });
+
+  after(function () {
+    if (tmp && !process.env.WEB_LOCKS_KEEP_TMP) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('holds a stripped Node-API prebuild for this platform, the ES module and type files, and no build output', function () {
+    const prebuilds = files.filter((f) => f.startsWith('prebuilds/'));
+    assert.deepEqual(prebuilds, [`${PREBUILD_DIR}/web-locks.node`], 'one Node-API prebuild, named for no particular Node ABI');
+    for (const f of ['lib/index.js', 'lib/index.mjs', 'lib/polyfill.js', 'lib/polyfill.mjs', 'polyfill.js',
+      'index.d.ts', 'index.d.mts', 'polyfill.d.ts', 'polyfill.d.mts', 'binding.gyp', 'src/binding.c', 'package.json']) {
+      assert.ok(files.includes(f), `${f} is in the tarball`);
+    }
+    assert.deepEqual(files.filter((f) => /^(build|test|scripts|bench|node_modules)\//.test(f)), []);
+    const prebuild = fs.readFileSync(path.join(ROOT, PREBUILD_DIR, 'web-locks.node'));
+    if (process.platform === 'linux') {
+      // An ELF file keeps a .symtab section unless stripped.
+      assert.ok(!prebuild.includes('.symtab'), 'the prebuild is stripped');
+    }
+  });
+
+  it('the test PATH has no compiler or build tool on it', function () {
+    const r = run('/bin/sh', ['-c', 'for t in cc gcc clang make python3 python; do command -v $t; done; exit 0'], {
+      env: { PATH: nodeOnlyPath },
+    });
+    assert.equal(r.stdout.trim(), '', 'found on the test PATH');
+  });
+
+  describe('installed offline without a compiler', function () {
+    let project;
+    let env;
+    before(function () {
+      project = freshProject(path.join(tmp, 'app'));
+      env = userEnv(nodeOnlyPath);
+      check(npmInstall(project, tarball, env), 'npm install of the tarball');
+    });
+
+    it('uses the prebuild: nothing was compiled', function () {
+      const pkg = path.join(project, 'node_modules', 'web-locks');
+      assert.ok(fs.existsSync(path.join(pkg, PREBUILD_DIR, 'web-locks.node')));
+      assert.ok(!fs.existsSync(path.join(pkg, 'build')), 'no build/ directory');
+    });
+
+    it('require(): takes locks, through the polyfill and across a worker, with the prebuild', function () {
+      const r = check(run(process.execPath, ['-e', CJS_CHECK], { cwd: project, env }), 'the CommonJS check');
+      const out = JSON.parse(r.stdout);
+      assert.deepEqual(out.lock, { name: 'cjs', mode: 'exclusive' });
+      assert.ok(out.viaNavigator === 'cjs-polyfill' || out.viaNavigator === 'built-in kept');
+      assert.equal(out.blocked, true);
+      assert.equal(fs.realpathSync(out.addon), fs.realpathSync(path.join(project, 'node_modules', 'web-locks', PREBUILD_DIR, 'web-locks.node')));
+    });
+
+    it('import: takes locks, with the polyfill imported too, and shares require()\'s instance', function () {
+      const file = path.join(project, 'check.mjs');
+      fs.writeFileSync(file, ESM_CHECK);
+      const r = check(run(process.execPath, [file], { cwd: project, env }), 'the ES module check');
+      const out = JSON.parse(r.stdout);
+      assert.deepEqual(out.lock, { name: 'esm', mode: 'exclusive' });
+      assert.ok(out.viaNavigator === 'esm-polyfill' || out.viaNavigator === 'built-in kept');
+      assert.equal(out.sameAsRequire, true);
+    });
+  });
+
+  it('installed with install scripts blocked (--ignore-scripts, or an npm allowScripts policy), still loads the prebuild', function () {
+    const project = freshProject(path.join(tmp, 'app-no-scripts'));
+    const env = userEnv(nodeOnlyPath);
+    check(npmInstall(project, tarball, env, ['--ignore-scripts']), 'npm install --ignore-scripts of the tarball');
+    const r = check(run(process.execPath, ['-e', CJS_CHECK], { cwd: project, env }), 'the CommonJS check');
+    assert.deepEqual(JSON.parse(r.stdout).lock, { name: 'cjs', mode: 'exclusive' });
+  });
+
+  describe('without a prebuild that fits', function () {
+    let bare; // the same tarball minus prebuilds/
+    before(function () {
+      const unpacked = path.join(tmp, 'unpacked');
+      fs.mkdirSync(unpacked);
+      check(run('tar', ['-xzf', tarball, '-C', unpacked]), 'tar -x');
+      fs.rmSync(path.join(unpacked, 'package', 'prebuilds'), { recursive: true, force: true });
+      const out = path.join(tmp, 'bare');
+      fs.mkdirSync(out);
+      const r = check(run(process.execPath, [NPM_CLI, 'pack', '--ignore-scripts', '--json', '--pack-destination', out], {
+        cwd: path.join(unpacked, 'package'),
+        env: userEnv(process.env.PATH),
+      }), 'npm pack without prebuilds');
+      const report = JSON.parse(r.stdout.slice(r.stdout.search(/^\[$/m)))[0];
+      assert.deepEqual(report.files.filter((f) => f.path.startsWith('prebuilds/')), []);
+      bare = path.join(out, report.filename);
+    });
+
+    it('install compiles the addon with node-gyp, and it works', function () {
+      const env = userEnv(process.env.PATH);
+      if (!env.npm_config_nodedir) {
+        // No headers configured: use the running node's, never a download.
+        const nodedir = localNodedir();
+        if (!nodedir) this.skip();
+        env.npm_config_nodedir = nodedir;
+      }
+      const project = freshProject(path.join(tmp, 'app-compiled'));
+      check(npmInstall(project, bare, env), 'npm install of the tarball without prebuilds');
+      const pkg = path.join(project, 'node_modules', 'web-locks');
+      assert.ok(fs.existsSync(path.join(pkg, 'build', 'Release', 'web_locks.node')), 'built by node-gyp');
+      assert.ok(!fs.existsSync(path.join(pkg, 'prebuilds')));
+      const r = check(run(process.execPath, ['-e', CJS_CHECK], { cwd: project, env }), 'the CommonJS check');
+      const out = JSON.parse(r.stdout);
+      assert.deepEqual(out.lock, { name: 'cjs', mode: 'exclusive' });
+      assert.equal(fs.realpathSync(out.addon), fs.realpathSync(path.join(pkg, 'build', 'Release', 'web_locks.node')));
+    });
+
+    it('and without a compiler either, install fails (so the prebuild is what made the first install work)', function () {
+      const project = freshProject(path.join(tmp, 'app-no-compiler'));
+      const r = npmInstall(project, bare, userEnv(nodeOnlyPath));
+      assert.notEqual(r.status, 0, `install succeeded:\n${r.stdout}\n${r.stderr}`);
+    });
+  });
+});

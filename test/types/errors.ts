@@ -1,0 +1,52 @@
+// Must NOT compile. Each line that must fail ends with `// error TSxxxx`
+// (one or more codes); scripts/test-types.js checks that tsc reports exactly
+// these errors, on these lines, and no other.
+import { locks, Lock, LockManager } from 'web-locks'
+import type { LockOptions, LockManagerSnapshot } from 'web-locks'
+import { installed } from 'web-locks/polyfill'
+
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false
+type Expect<T extends true> = T
+
+export async function misuse (): Promise<void> {
+  // Not constructible: both classes have private constructors.
+  new Lock() // error TS2673
+  new LockManager() // error TS2673
+
+  // LockMode is 'exclusive' | 'shared'.
+  await locks.request('a', { mode: 'write' }, () => {}) // error TS2322
+  const options: LockOptions = { mode: 'read' } // error TS2322
+
+  // The callback gets Lock | null, nothing else.
+  await locks.request('a', (lock: string) => lock) // error TS2345
+  await locks.request('a', (lock: Lock) => lock.name) // error TS2345
+  await locks.request('a', (lock) => lock.name) // error TS18047
+
+  // Missing or misplaced arguments.
+  await locks.request('a') // error TS2554
+  await locks.request(() => {}) // error TS2554
+  await locks.request('a', () => {}, {}) // error TS2559
+
+  // Unknown option, wrongly typed option.
+  await locks.request('a', { exclusive: true }, () => {}) // error TS2353
+  await locks.request('a', { signal: 'abort' }, () => {}) // error TS2322
+
+  // The result type is the callback's, awaited.
+  const n: number = await locks.request('a', async () => 'text') // error TS2322
+  const p: Promise<string> = await locks.request('a', async () => 'text') // error TS2322
+
+  // Read-only properties.
+  await locks.request('a', (lock) => { if (lock) lock.name = 'b' }) // error TS2540
+
+  // query() gives a snapshot, not a list.
+  const snapshot: LockManagerSnapshot = await locks.query()
+  snapshot.held.push({ name: 'x', mode: 'exclusive' }) // error TS2741
+  const first: string = snapshot[0] // error TS7053
+
+  // The Equal/Expect checks of ok.ts do fail on a wrong type.
+  type _wrong = Expect<Equal<typeof n, Promise<number>>> // error TS2344
+
+  // The polyfill exports one boolean.
+  const flag: string = installed // error TS2322
+  void options, n, p, first, flag
+}

@@ -1,0 +1,68 @@
+// Must compile (under every tsconfig.*.json here that lists it): typed use
+// of the package from a CommonJS module, through the "require" condition.
+import { locks, Lock, LockManager } from 'web-locks'
+import type { LockGrantedCallback, LockInfo, LockManagerSnapshot, LockMode, LockOptions } from 'web-locks'
+import { installed } from 'web-locks/polyfill'
+import webLocks = require('web-locks')
+
+// Exact type equality: Expect<Equal<A, B>> fails to compile unless A is B.
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false
+type Expect<T extends true> = T
+
+export async function requests (): Promise<void> {
+  // request(name, callback): the result is the callback's, awaited.
+  const n = locks.request('a', () => 42)
+  type _n = Expect<Equal<typeof n, Promise<number>>>
+  const s = locks.request('a', async () => 'text')
+  type _s = Expect<Equal<typeof s, Promise<string>>>
+  const nested = locks.request('a', async () => Promise.resolve(true))
+  type _nested = Expect<Equal<typeof nested, Promise<boolean>>>
+  const v = locks.request('a', () => {})
+  type _v = Expect<Equal<typeof v, Promise<void>>>
+  const explicit = locks.request<number>('a', () => 1)
+  type _explicit = Expect<Equal<typeof explicit, Promise<number>>>
+
+  // The callback gets Lock | null (null: an unavailable ifAvailable request).
+  await locks.request('a', (lock) => {
+    type _lock = Expect<Equal<typeof lock, Lock | null>>
+    if (lock === null) return
+    const name: string = lock.name
+    const mode: LockMode = lock.mode
+    return [name, mode]
+  })
+  const typed = await locks.request('a', (lock: Lock | null) => lock?.mode)
+  type _typed = Expect<Equal<typeof typed, LockMode | undefined>>
+
+  // request(name, options, callback), with every option.
+  const controller = new AbortController()
+  const shared = locks.request('a', { mode: 'shared', signal: controller.signal }, async (lock) => lock !== null)
+  type _shared = Expect<Equal<typeof shared, Promise<boolean>>>
+  await locks.request('a', { ifAvailable: true }, (lock) => lock ?? 'busy')
+  await locks.request('a', { steal: true, mode: 'exclusive' }, () => undefined)
+  const options: LockOptions = { mode: 'shared' }
+  await locks.request('a', options, () => null)
+  const callback: LockGrantedCallback<Promise<number>> = async (lock) => (lock ? 1 : 0)
+  const viaCallback = locks.request('a', options, callback)
+  type _viaCallback = Expect<Equal<typeof viaCallback, Promise<number>>>
+}
+
+export async function query (): Promise<string[]> {
+  const snapshot = await locks.query()
+  type _snapshot = Expect<Equal<typeof snapshot, LockManagerSnapshot>>
+  const all: LockInfo[] = [...snapshot.held, ...snapshot.pending]
+  return all.map((info) => `${info.name} ${info.mode} ${info.clientId}`)
+}
+
+export function classes (value: unknown): void {
+  const manager: LockManager = locks
+  if (value instanceof Lock) {
+    const mode: LockMode = value.mode
+    void mode
+  }
+  if (value instanceof LockManager) void value.query()
+  void manager
+}
+
+// The polyfill's one export, and the whole module as a namespace.
+export const polyfilled: boolean = installed
+type _ns = Expect<Equal<typeof webLocks.locks, LockManager>>
