@@ -249,6 +249,56 @@ describe('across threads', function () {
     });
   });
 
+  describe('races between threads', function () {
+    it('a steal right after another thread\'s request for a free name: that thread\'s callback still runs, and its request() rejects with AbortError', async function () {
+      this.timeout(20000);
+      for (let i = 0; i < 10; i++) {
+        const name = uniq('t-race-steal');
+        const agent = await spawnAgent();
+        const id = await agent.request(name, {}, { hold: false, value: 'victim' });
+        // The worker's request was granted (the name was free) before this
+        // steal; its callback may or may not have run yet.
+        assert.equal(await locks.request(name, { steal: true }, (l) => l.name), name);
+        const outcome = await agent.settled(id);
+        if (outcome.type === 'rejected') {
+          assert.equal(outcome.error.name, 'AbortError');
+        } else {
+          // The worker's callback ran and released before the steal.
+          assert.deepEqual(outcome, { type: 'resolved', id, value: 'victim' });
+        }
+        await agent.granted(id); // the callback ran in either case
+        assert.deepEqual(await stateOf(name), { held: [], pending: [] });
+        await agent.terminate();
+      }
+    });
+
+    it('an abort racing another thread\'s release: either the callback runs and the request resolves, or it rejects and the callback never runs; the lock ends up free', async function () {
+      this.timeout(20000);
+      const agent = await spawnAgent();
+      for (let i = 0; i < 20; i++) {
+        const name = uniq('t-race-abort');
+        const h = hold(name);
+        await h.granted;
+        const id = await agent.request(name, {}, { abortable: true, hold: false, value: 'ran' });
+        // Release here and abort there at (about) the same time.
+        h.release();
+        agent.abort(id, 'raced');
+        const outcome = await agent.settled(id);
+        await agent.query(); // every message of the worker up to now has arrived
+        if (outcome.type === 'resolved') {
+          assert.equal(outcome.value, 'ran');
+          assert.equal(agent.isGranted(id), true);
+        } else {
+          assert.deepEqual(outcome.error, { value: 'raced' });
+          assert.equal(agent.isGranted(id), false, 'the callback ran although request() rejected');
+        }
+        await h.done;
+        assert.equal(await locks.request(name, (l) => l.name), name, 'the lock is free again');
+        assert.deepEqual(await stateOf(name), { held: [], pending: [] });
+      }
+    });
+  });
+
   describe('abort from a worker', function () {
     it('a worker aborts its queued request: it rejects there with the reason and leaves the queue for every thread', async function () {
       const name = uniq('t-abort');
