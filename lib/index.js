@@ -74,7 +74,6 @@ class LockRequest {
     this.reject = reject
     this.settled = false
     this.held = false
-    this.onAbort = undefined
     this.diagnostics = undefined
     // Chained now, so that the callback runs in the async context of the
     // request() call whichever thread's release granted the lock.
@@ -99,7 +98,7 @@ class LockRequest {
   run () {
     const signal = this.signal
     if (this.held && signal !== undefined) {
-      signal.removeEventListener('abort', this.onAbort)
+      unwatch(signal, this)
       if (signal.aborted) {
         // Aborted after the grant was made but before it reached this
         // thread: the abort steps already rejected the promise.
@@ -197,6 +196,34 @@ class LockRequest {
   }
 }
 
+// The spec adds an abort algorithm to the signal per request. One listener per
+// signal over an ordered set of its waiting requests does the same, in the
+// same order, without piling listeners (and Node's MaxListeners warning) on a
+// signal that many requests share.
+const watched = new WeakMap()
+
+function watch (signal, request) {
+  let entry = watched.get(signal)
+  if (entry === undefined) {
+    const requests = new Set()
+    const listener = () => {
+      watched.delete(signal)
+      for (const waiting of requests) waiting.abort()
+    }
+    entry = { requests, listener }
+    watched.set(signal, entry)
+    signal.addEventListener('abort', listener, { once: true })
+  }
+  entry.requests.add(request)
+}
+
+function unwatch (signal, request) {
+  const entry = watched.get(signal)
+  if (entry === undefined || !entry.requests.delete(request) || entry.requests.size > 0) return
+  watched.delete(signal)
+  signal.removeEventListener('abort', entry.listener)
+}
+
 function run (request) {
   return request.run()
 }
@@ -266,10 +293,7 @@ function requestLock (name, options, callback) {
     if ((result & 1) === 0) queuedPayloads.add(request.diagnostics)
     startChannel.publish(request.diagnostics)
   }
-  if (signal !== undefined) {
-    request.onAbort = () => request.abort()
-    signal.addEventListener('abort', request.onAbort, { once: true })
-  }
+  if (signal !== undefined) watch(signal, request)
   return promise
 }
 

@@ -176,14 +176,20 @@ describe('request() with signal', function () {
     await h.done;
   });
 
-  it('a signal shared by many queued requests does not accumulate listeners once they are granted', async function () {
+  it('a signal shared by many queued requests gets one listener, none once they are granted, and no MaxListeners warning', async function () {
     const name = uniq('sig-shared');
     const { signal } = new AbortController();
-    setMaxListeners(1000, signal); // 100 requests wait on it at once
+    const warnings = [];
+    const onWarning = (warning) => warnings.push(warning.name);
+    process.on('warning', onWarning);
     const h = hold(name);
     await h.granted;
     const all = [];
     for (let i = 0; i < 100; i++) all.push(locks.request(name, { signal }, () => i));
+    assert.equal(getEventListeners(signal, 'abort').length, 1);
+    await new Promise((resolve) => setImmediate(resolve));
+    process.off('warning', onWarning);
+    assert.deepEqual(warnings, []);
     h.release();
     const results = await Promise.all(all);
     assert.deepEqual(results, Array.from({ length: 100 }, (_, i) => i));
