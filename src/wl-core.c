@@ -157,6 +157,7 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
                size_t name_len, wl_mode_t mode, unsigned flags) {
   uint64_t hash;
   wl__name_t *n;
+  int granted;
 
   if ((mode != WL_EXCLUSIVE && mode != WL_SHARED) ||
       (flags & ~(unsigned)(WL_IF_AVAILABLE | WL_STEAL)) != 0 ||
@@ -198,8 +199,10 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
     wl__list_append(&n->queue, &req->qlink);
   }
   wl__process(n);
+  /* Read under the mutex: once it is released, any thread may change it. */
+  granted = req->state == WL__HELD;
   wl__mutex_unlock(&wl__m.mutex);
-  return req->state == WL__HELD ? WL_GRANTED_AT_ONCE : 0;
+  return granted ? WL_GRANTED_AT_ONCE : 0;
 }
 
 int wl_release(wl_request_t *req) {
