@@ -17,6 +17,9 @@ const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const PREBUILD_DIR = `prebuilds/${process.platform}-${process.arch}`;
+// prepack tags the prebuild with its C library, so that a musl system does
+// not load a glibc build; this machine is glibc.
+const PREBUILD = 'web-locks.glibc.node';
 
 function run(command, args, options = {}) {
   const r = spawnSync(command, args, Object.assign({ encoding: 'utf8', maxBuffer: 64 << 20 }, options));
@@ -157,13 +160,13 @@ describe('the packed package', function () {
 
   it('holds a stripped Node-API prebuild for this platform, the ES module and type files, and no build output', function () {
     const prebuilds = files.filter((f) => f.startsWith('prebuilds/'));
-    assert.deepEqual(prebuilds, [`${PREBUILD_DIR}/web-locks.node`], 'one Node-API prebuild, named for no particular Node ABI');
+    assert.deepEqual(prebuilds, [`${PREBUILD_DIR}/${PREBUILD}`], 'one Node-API prebuild, named for no particular Node ABI, tagged glibc');
     for (const f of ['lib/index.js', 'lib/index.mjs', 'lib/polyfill.js', 'lib/polyfill.mjs', 'polyfill.js',
       'index.d.ts', 'index.d.mts', 'polyfill.d.ts', 'polyfill.d.mts', 'binding.gyp', 'src/binding.c', 'package.json']) {
       assert.ok(files.includes(f), `${f} is in the tarball`);
     }
     assert.deepEqual(files.filter((f) => /^(build|test|scripts|bench|node_modules)\//.test(f)), []);
-    const prebuild = fs.readFileSync(path.join(ROOT, PREBUILD_DIR, 'web-locks.node'));
+    const prebuild = fs.readFileSync(path.join(ROOT, PREBUILD_DIR, PREBUILD));
     if (process.platform === 'linux') {
       // An ELF file keeps a .symtab section unless stripped.
       assert.ok(!prebuild.includes('.symtab'), 'the prebuild is stripped');
@@ -188,7 +191,7 @@ describe('the packed package', function () {
 
     it('uses the prebuild: nothing was compiled', function () {
       const pkg = path.join(project, 'node_modules', 'web-locks');
-      assert.ok(fs.existsSync(path.join(pkg, PREBUILD_DIR, 'web-locks.node')));
+      assert.ok(fs.existsSync(path.join(pkg, PREBUILD_DIR, PREBUILD)));
       assert.ok(!fs.existsSync(path.join(pkg, 'build')), 'no build/ directory');
     });
 
@@ -198,7 +201,7 @@ describe('the packed package', function () {
       assert.deepEqual(out.lock, { name: 'cjs', mode: 'exclusive' });
       assert.ok(out.viaNavigator === 'cjs-polyfill' || out.viaNavigator === 'built-in kept');
       assert.equal(out.blocked, true);
-      assert.equal(fs.realpathSync(out.addon), fs.realpathSync(path.join(project, 'node_modules', 'web-locks', PREBUILD_DIR, 'web-locks.node')));
+      assert.equal(fs.realpathSync(out.addon), fs.realpathSync(path.join(project, 'node_modules', 'web-locks', PREBUILD_DIR, PREBUILD)));
     });
 
     it('import: takes locks, with the polyfill imported too, and shares require()\'s instance', function () {
