@@ -278,7 +278,7 @@ async function runStress(options = {}) {
       const model = new Set([...active.held, ...active.pending]);
       const lib = new Set(rep.lib);
       for (const r of model) if (!lib.has(r)) failWith(`thread ${rep.tid}: request ${r} is ${active.held.includes(r) ? 'held' : 'queued'} in the model but unknown to lib/`);
-      for (const r of lib) if (!model.has(r) && !rep.stolen.includes(r)) failWith(`thread ${rep.tid}: lib/ still tracks request ${r}, which the model has no more and was not stolen`);
+      for (const r of lib) if (!model.has(r) && !rep.liveAfterSettling.includes(r)) failWith(`thread ${rep.tid}: lib/ still tracks request ${r}, which the model has no more and which is neither stolen nor aborted after its grant`);
     }
     if (final) {
       const stress = (e) => names.includes(e.name);

@@ -59,16 +59,21 @@ class Participant {
     this.onCallback = null; // set by an 'end in a callback' command
     this.stats = { steps: 0, requests: 0, granted: 0, unavailable: 0, aborted: 0, stolen: 0, queries: 0, thrown: 0 };
     // Stolen requests stay in lib/ until their callback ends, even when
-    // their promise has already been rejected.
-    this.stolenLive = new Set();
+    // their promise has already been rejected; so do requests aborted after
+    // their grant was made but before it was delivered, until the delivery
+    // releases the lock (spec §4.4 step 14.1).
+    this.liveAfterSettling = new Set();
     this.holding = new Set(); // callbacks holding their lock (stolen ones too)
     inst.listeners.delivered = (r, ev) => {
-      if (ev & EV_STOLEN) this.stolenLive.add(r);
+      if (ev & EV_STOLEN) this.liveAfterSettling.add(r);
       const req = this.reqs.get(r);
       if (req && (ev & EV_STOLEN) && req.stolenAt === undefined) req.stolenAt = ++this.seq;
     };
+    inst.listeners.aborted = (r, removed) => {
+      if (!removed) this.liveAfterSettling.add(r);
+    };
     inst.listeners.released = (r, held) => {
-      this.stolenLive.delete(r);
+      this.liveAfterSettling.delete(r);
       for (const w of this.settleWaiters.splice(0)) w();
       const req = this.reqs.get(r);
       if (req) req.released = { at: ++this.seq, held };
@@ -300,7 +305,7 @@ class Participant {
     // Stolen requests have settled already, but their callbacks still hold
     // (the spec's behaviour) until they let go.
     for (const req of [...this.holding]) if (req.finish) req.finish();
-    while (this.reqs.size > 0 || this.holding.size > 0 || this.stolenLive.size > 0) {
+    while (this.reqs.size > 0 || this.holding.size > 0 || this.liveAfterSettling.size > 0) {
       await new Promise((r) => this.settleWaiters.push(r));
     }
   }
@@ -318,8 +323,8 @@ class Participant {
       const r = this.inst.logicalOf.get(id);
       if (r !== undefined) logical.push(r);
     }
-    const stolen = [...this.stolenLive];
-    return { tid: this.tid, lib: logical, libSize: ids.length, unsettled: this.reqs.size, stolen, stats: this.stats };
+    const liveAfterSettling = [...this.liveAfterSettling];
+    return { tid: this.tid, lib: logical, libSize: ids.length, unsettled: this.reqs.size, liveAfterSettling, stats: this.stats };
   }
 }
 
