@@ -1,0 +1,68 @@
+'use strict'
+
+// Building table rows from the outcomes of measurement points.
+//
+// A row: { id, label, unit, better: 'lower' | 'higher' | null, cells }
+// where cells maps a column ('web-locks', 'built-in', 'async-mutex',
+// 'async-lock', 'floor', 'web-locks@current') to a cell:
+//   { value }                 a figure
+//   { value, partial: true }  a figure measured before the run failed
+//   { value, note }           a figure with a remark ('≤10k' for a growth
+//                             exponent over fewer sizes)
+//   { fail, detail }          'fails: RangeError', 'hangs', 'too slow', ...
+
+const { growthExponent } = require('./stats')
+
+function cellOf (outcome, metric) {
+  if (!outcome) return undefined
+  if (outcome.result && typeof outcome.result[metric] === 'number' && !Number.isNaN(outcome.result[metric])) {
+    return { value: outcome.result[metric] }
+  }
+  if (outcome.partial && typeof outcome.partial[metric] === 'number' && !Number.isNaN(outcome.partial[metric])) {
+    return { value: outcome.partial[metric], partial: true }
+  }
+  if (outcome.fail) return { fail: outcome.fail, detail: outcome.detail }
+  return undefined
+}
+
+// columns: { column: implId } for the implementations this row shows.
+function metricRow (get, { id, label, unit, better = 'lower', key, metric, columns }) {
+  const cells = {}
+  for (const [column, impl] of Object.entries(columns)) {
+    const cell = cellOf(get(key, impl), metric)
+    if (cell) cells[column] = cell
+  }
+  return { id, label, unit, better, cells }
+}
+
+function shortSize (n) {
+  return n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n)
+}
+
+// The growth exponent of `metric` over the sizes of a series.
+function growthRow (get, { id, label, sizes, keyOf, metric, columns }) {
+  const cells = {}
+  for (const [column, impl] of Object.entries(columns)) {
+    const xs = []
+    const ys = []
+    let firstFail = null
+    for (const n of sizes) {
+      const cell = cellOf(get(keyOf(n), impl), metric)
+      if (cell && cell.value !== undefined) {
+        xs.push(n)
+        ys.push(cell.value)
+      } else if (cell && !firstFail) {
+        firstFail = cell.fail ? cell : { fail: 'fails', detail: 'failed after this metric' }
+      }
+    }
+    if (xs.length >= 2) {
+      const note = xs.length < sizes.length ? `${shortSize(xs[0])}-${shortSize(xs[xs.length - 1])}` : undefined
+      cells[column] = { value: growthExponent(xs, ys), note }
+    } else if (firstFail) {
+      cells[column] = { fail: firstFail.fail, detail: firstFail.detail }
+    }
+  }
+  return { id, label, unit: 'exponent', better: null, cells }
+}
+
+module.exports = { cellOf, metricRow, growthRow, shortSize }

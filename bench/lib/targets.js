@@ -1,0 +1,252 @@
+'use strict'
+
+// The issue's targets, judged on the rows of this run: PASS, MISS, or
+// 'not run' (no figure: the case was filtered out or failed). For a MISS,
+// by how much, and why as far as this run's own figures tell.
+
+const format = require('./format')
+
+function byId (rows) {
+  const map = new Map()
+  for (const r of rows) map.set(r.id, r)
+  return map
+}
+
+const value = (row, column) => row && row.cells[column] && row.cells[column].value
+
+// Ratio targets: for each row, how many times better web-locks is than
+// `column` (see format.advantage); all must reach `min`.
+function ratioTarget (rows, ids, column, min) {
+  const found = []
+  const refFailed = []
+  for (const id of ids) {
+    const row = rows.get(id)
+    if (!row || value(row, 'web-locks') === undefined) continue
+    const ref = row.cells[column]
+    if (!ref) continue
+    if (ref.fail) {
+      refFailed.push(`${row.label} (${ref.fail})`)
+      continue
+    }
+    found.push({ row, x: format.advantage(row, row.cells['web-locks'], ref) })
+  }
+  return { found, refFailed, worst: found.length ? found.reduce((a, b) => (b.x < a.x ? b : a)) : null, min }
+}
+
+function ratioVerdict (r, describe) {
+  if (!r.found.length) {
+    if (r.refFailed.length) return { status: 'PASS', summary: `the reference failed on every row: ${r.refFailed.join('; ')}` }
+    return { status: 'not run', summary: 'no figures in this run' }
+  }
+  const all = r.found.map((f) => `${format.ratioText(f.x)} ${describe(f.row)}`).join(', ')
+  const failedNote = r.refFailed.length ? `; the reference failed on ${r.refFailed.length} row(s)` : ''
+  const pass = r.found.every((f) => f.x >= r.min)
+  const summary = `worst ${format.ratioText(r.worst.x)} (needs >= ${r.min.toFixed(2)}x): ${all}${failedNote}`
+  return { status: pass ? 'PASS' : 'MISS', summary, short: r.min / r.worst.x, worst: r.worst }
+}
+
+// Limit targets: web-locks' figure on each row must be at most `max`
+// (or below, for strict).
+function limitVerdict (rows, ids, max, unit, strict) {
+  const found = ids.map((id) => rows.get(id)).filter((row) => row && value(row, 'web-locks') !== undefined)
+  if (!found.length) return { status: 'not run', summary: 'no figures in this run' }
+  const worst = found.reduce((a, b) => (value(b, 'web-locks') > value(a, 'web-locks') ? b : a))
+  const ok = (v) => (strict ? v < max : v <= max)
+  const pass = found.every((row) => ok(value(row, 'web-locks')))
+  const all = found.map((row) => `${format.value(unit, value(row, 'web-locks'))} ${row.label}`).join(', ')
+  return { status: pass ? 'PASS' : 'MISS', summary: `worst ${format.value(unit, value(worst, 'web-locks'))} (limit ${strict ? '<' : '<='} ${format.value(unit, max)}): ${all}`, worst }
+}
+
+const WEB_LOCKS_COST = 'A web-locks request crosses into native code to request and again to release, and, as the spec has the callback ' +
+  'run in a task, its grant is delivered on a later turn of the event loop (a native callback into JS), before the ' +
+  'promise jobs that run the callback and settle the request.'
+const UNCONTENDED_WHY = `runExclusive is microtasks only: it runs the callback as soon as its promise settles. ${WEB_LOCKS_COST}`
+
+function pct (x) {
+  return `${Math.round(x * 100)}%`
+}
+
+function evaluate (rowList, get, opts) {
+  const rows = byId(rowList)
+  const result = (key, impl) => {
+    const o = get(key, impl)
+    return (o && (o.result || o.partial)) || {}
+  }
+  const verdicts = []
+  const add = (title, verdict, why) => {
+    let text
+    if (verdict.status === 'MISS') {
+      try {
+        text = why(verdict)
+      } catch (error) {
+        text = `(no explanation: ${error.message})`
+      }
+    }
+    verdicts.push({ title, ...verdict, why: text })
+  }
+  const uncontended = ['uncontended.sync.1', 'uncontended.async.1', 'uncontended.sync.1000', 'uncontended.async.1000']
+  const shortLabel = (row) => row.label.replace(/^request\+release, /, '')
+
+  add('Uncontended, 1 thread: >= 5x faster than the built-in',
+    ratioVerdict(ratioTarget(rows, uncontended, 'built-in', 5), shortLabel),
+    (v) => {
+      const row = rows.get('uncontended.sync.1')
+      return `web-locks is ${format.ratioText(v.worst.x)} faster on '${shortLabel(v.worst.row)}' and would have to be ` +
+        `${pct(v.short - 1)} faster still (${format.time(value(v.worst.row, 'built-in') / 5)} per request+release, against ` +
+        `${format.time(value(v.worst.row, 'web-locks'))}). ${WEB_LOCKS_COST}`
+    })
+
+  add('Uncontended, 1 thread: no slower than async-mutex runExclusive',
+    ratioVerdict(ratioTarget(rows, uncontended, 'async-mutex', 1), shortLabel),
+    (v) => {
+      const worst = uncontended.map((id) => rows.get(id)).filter(Boolean)
+        .reduce((a, b) => (format.advantage(b, b.cells['web-locks'], b.cells['async-mutex']) < format.advantage(a, a.cells['web-locks'], a.cells['async-mutex']) ? b : a))
+      const ours = value(worst, 'web-locks')
+      const mutex = value(worst, 'async-mutex')
+      const floor = value(worst, 'floor')
+      return `web-locks is ${pct(ours / mutex - 1)} slower on '${shortLabel(worst)}' (${format.time(ours)} against ${format.time(mutex)}` +
+        `${floor ? `; ${(ours / floor).toFixed(0)} and ${(mutex / floor).toFixed(0)} times an await Promise.resolve()` : ''}). ` +
+        UNCONTENDED_WHY
+    })
+
+  add('Handoff between 2 threads: p50 no slower than the MessagePort ping-pong',
+    ratioVerdict(ratioTarget(rows, ['handoff.p50'], 'floor', 1), () => 'p50'),
+    () => {
+      const row = rows.get('handoff.p50')
+      return `p50 ${format.time(value(row, 'web-locks'))} against ${format.time(value(row, 'floor'))} for a MessagePort message ` +
+        `(${pct(value(row, 'web-locks') / value(row, 'floor') - 1)} slower). Both wake the other thread's event loop ` +
+        'the same way (uv_async); a handoff adds, on the releasing thread, the step from the callback\'s end to the ' +
+        'release and the manager\'s mutex, and on the woken thread the mailbox drain and the promise jobs that run the ' +
+        'callback, where a MessagePort delivers its message straight to the listener.'
+    })
+
+  add('Handoff between 2 threads: p50 >= 1.3x faster than the built-in',
+    ratioVerdict(ratioTarget(rows, ['handoff.p50'], 'built-in', 1.3), () => 'p50'),
+    (v) => {
+      const row = rows.get('handoff.p50')
+      return `web-locks would have to be ${pct(v.short - 1)} faster: p50 ${format.time(value(row, 'web-locks'))} against ${format.time(value(row, 'built-in'))}; ` +
+        'both are bounded below by the thread wake-up (the floors), see the line above for what web-locks adds to it.'
+    })
+
+  const growthIds = ['burst.growth.enqueue', 'burst.growth.drain', 'held.growth.acquire', 'held.growth.release']
+  add('Growth: per-operation cost flat from 1k to 1M queued requests and held names (exponent < 0.1)',
+    limitVerdict(rows, growthIds, 0.1, 'exponent', true),
+    () => {
+      const parts = []
+      for (const id of growthIds) {
+        const row = rows.get(id)
+        if (!row || !(value(row, 'web-locks') >= 0.1)) continue
+        const [series, , metric] = id.split('.')
+        const sizes = [1e3, 1e4, 1e5, 1e6].filter((n) => result(`${series}/${n}`, 'web-locks')[metric] !== undefined)
+        const lo = result(`${series}/${sizes[0]}`, 'web-locks')
+        const hi = result(`${series}/${sizes[sizes.length - 1]}`, 'web-locks')
+        const gc = (r) => r[`${metric}Gc`]
+        parts.push(`${series} ${metric}: exponent ${value(row, 'web-locks').toFixed(2)} (limit 0.10), ${format.time(lo[metric])} at ` +
+          `${sizes[0].toLocaleString('en-US')} to ${format.time(hi[metric])} at ${sizes[sizes.length - 1].toLocaleString('en-US')}` +
+          (gc(hi) !== undefined ? `, of which GC ${pct(gc(lo) || 0)} and ${pct(gc(hi))}` : ''))
+      }
+      return `${parts.join('; ')}. The C core's operations are O(1) (per-name queues, a hash table of names), but ` +
+        'each request keeps JS objects alive while it waits or holds (see memory). Where GC\'s share grows with N, young-' +
+        'generation GCs copy and promote all of them; where it does not, the rest is memory traffic: N requests\' objects ' +
+        'and N names no longer fit in the CPU caches, so each operation misses them.'
+    })
+
+  const unrelatedIds = []
+  const unrelatedRows = []
+  for (const series of ['burst', 'held']) {
+    const sizes = [1e6, 1e5, 1e4, 1e3]
+    const n = sizes.find((s) => rows.get(`${series}.${s}.unrelated`) && value(rows.get(`${series}.${s}.unrelated`), 'web-locks') !== undefined)
+    const none = rows.get(`${series}.none.unrelated`)
+    if (!n || !none) continue
+    const r = result(`${series}/${n}`, 'web-locks')
+    const x = r.unrelated / r.unrelated0
+    unrelatedIds.push({ series, n, x, with: r.unrelated, without: r.unrelated0, gc: r.unrelatedGc, gc0: r.unrelated0Gc })
+    unrelatedRows.push(`${x.toFixed(2)}x with ${n.toLocaleString('en-US')} ${series === 'burst' ? 'queued' : 'held'} (${format.time(r.unrelated)} vs ${format.time(r.unrelated0)} with none yet` +
+      `${r.unrelatedAfter !== undefined ? `, ${format.time(r.unrelatedAfter)} once all are gone again` : ''})`)
+  }
+  const UNRELATED_TOLERANCE = 1.25
+  add(`Growth: an unrelated request costs the same with 1M others queued/held as with none (within ${UNRELATED_TOLERANCE}x)`,
+    unrelatedIds.length
+      ? { status: unrelatedIds.every((u) => u.x <= UNRELATED_TOLERANCE) ? 'PASS' : 'MISS', summary: unrelatedRows.join('; ') }
+      : { status: 'not run', summary: 'no figures in this run' },
+    () => unrelatedIds.filter((u) => u.x > UNRELATED_TOLERANCE).map((u) =>
+      `with ${u.n.toLocaleString('en-US')} ${u.series === 'burst' ? 'queued' : 'held'} an unrelated request costs ${pct(u.x - 1)} more ` +
+      `(GC ${pct(u.gc || 0)} of that time against ${pct(u.gc0 || 0)} with none)`).join('; ') +
+      '. The C core looks a name up in a hash table and touches no other entry; what grows is the JS heap the waiting ' +
+      'requests keep alive (each GC has more to scan) and cache misses in a larger heap and table.')
+
+  const contentionRates = [...rows.keys()].filter((id) => /^contention\..*\.rate$/.test(id))
+  add('Contention, 2-8 threads: >= 2x the built-in\'s throughput',
+    ratioVerdict(ratioTarget(rows, contentionRates, 'built-in', 2), (row) => row.label.replace(/: locks per second$/, '')),
+    (v) => {
+      const row = v.worst.row
+      const ours = value(row, 'web-locks')
+      const handoff = rows.get('handoff.p50')
+      return `web-locks needs ${pct(v.short - 1)} more throughput on ${row.label.replace(/: locks per second$/, '')}: ${format.rate(ours)} against ` +
+        `${format.rate(value(row, 'built-in'))}, a lock every ${format.time(1e9 / ours)}` +
+        (handoff && value(handoff, 'web-locks') ? `, while one handoff between threads alone takes ${format.time(value(handoff, 'web-locks'))} (p50)` : '') +
+        '. When consecutive locks go to different threads, each costs a thread wake-up; the built-in, which lets ' +
+        'threads overlap (see violations), does not always pay it.'
+    })
+
+  const fairnessIds = [...rows.keys()].filter((id) => /^contention\..*\.fairness$/.test(id))
+  add('Contention, 2-8 threads: no thread starved (min/max per-thread locks >= 0.5)',
+    (() => {
+      const found = fairnessIds.map((id) => rows.get(id)).filter((row) => value(row, 'web-locks') !== undefined)
+      if (!found.length) return { status: 'not run', summary: 'no figures in this run' }
+      const worst = found.reduce((a, b) => (value(b, 'web-locks') < value(a, 'web-locks') ? b : a))
+      return {
+        status: found.every((row) => value(row, 'web-locks') >= 0.5) ? 'PASS' : 'MISS',
+        summary: `worst ${value(worst, 'web-locks').toFixed(2)} (${worst.label.replace(/: fairness min\/max$/, '')}); ` +
+          `built-in worst ${Math.min(...found.map((row) => value(row, 'built-in') ?? Infinity)).toFixed(2)}`,
+        worst
+      }
+    })(),
+    (v) => `on ${v.worst.label.replace(/: fairness min\/max$/, '')} the least served thread got ${pct(value(v.worst, 'web-locks'))} ` +
+      'of what the most served got: a thread that releases and asks again before another thread\'s wake-up completes ' +
+      'takes the lock again (FIFO is per request, and the other thread\'s request was not yet queued).')
+
+  // Judged at the largest N measured, where fixed costs weigh least.
+  const largest = (kind) => {
+    const ids = [...rows.keys()].filter((id) => new RegExp(`^memory\\.${kind}\\.\\d+\\.rss$`).test(id) && value(rows.get(id), 'web-locks') !== undefined)
+    ids.sort((a, b) => Number(b.split('.')[2]) - Number(a.split('.')[2]))
+    return ids.slice(0, 1)
+  }
+  const memHeld = largest('held')
+  const memQueued = largest('queued')
+  const memWhy = (kind) => (v) => {
+    const [, , n] = v.worst.id.split('.')
+    const r = result(`memory/${kind}/${n}`, 'web-locks')
+    const limit = kind === 'held' ? 1024 : 600
+    const what = kind === 'held' ? 'held lock' : 'queued request'
+    return `${format.bytes(r.rss)} per ${what} at N = ${Number(n).toLocaleString('en-US')}, ${pct(r.rss / limit - 1)} over. ` +
+      `Of it, ${format.bytes(r.heap)} is live JS heap (what the shim keeps per request while it ${kind === 'held' ? 'holds' : 'waits'}: ` +
+      'its record, promises, resolving functions and closures), ' +
+      `V8 keeps ${format.bytes(r.heapTotal - r.heap)} more heap reserved after the burst, and ${format.bytes(r.rss - r.heapTotal)} ` +
+      `is native (RSS beyond the V8 heap: the C request and its slot${kind === 'held' ? ', the name\'s hash entry and copy' : ''}, malloc overhead).`
+  }
+  add('Memory: at most 1 KB (1,024 B) per held lock, all counted (RSS, fresh process, largest N)',
+    limitVerdict(rows, memHeld, 1024, 'B'), memWhy('held'))
+  add('Memory: at most 600 B per queued request, all counted (RSS, fresh process, largest N)',
+    limitVerdict(rows, memQueued, 600, 'B'), memWhy('queued'))
+
+  const violationIds = [...rows.keys()].filter((id) => /\.violations$/.test(id))
+  add('Zero mutual-exclusion violations in every multi-thread case',
+    (() => {
+      const found = violationIds.map((id) => rows.get(id)).filter((row) => value(row, 'web-locks') !== undefined)
+      if (!found.length) return { status: 'not run', summary: 'no figures in this run' }
+      const total = (column) => found.reduce((a, row) => a + (value(row, column) || 0), 0)
+      const bad = found.filter((row) => value(row, 'web-locks') !== 0)
+      return {
+        status: bad.length ? 'MISS' : 'PASS',
+        summary: `web-locks ${total('web-locks')} in ${found.length} cases; built-in ${total('built-in')}` +
+          ` (${found.filter((row) => value(row, 'built-in') > 0).length} of its cases with some)`,
+        bad
+      }
+    })(),
+    (v) => `violations in ${v.bad.map((row) => `${row.label} (${value(row, 'web-locks')})`).join(', ')}: a bug.`)
+
+  return verdicts
+}
+
+module.exports = { evaluate }

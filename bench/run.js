@@ -1,0 +1,317 @@
+'use strict'
+
+// The benchmark's orchestrator. Every figure is measured in a fresh child
+// process (bench/child.js, bench/memory.js) under one Node >= 24, for
+// web-locks and for the references alike, so that one implementation's
+// hang, crash or garbage cannot disturb another's figures; the ratios
+// compare figures of this run under that same Node.
+//
+//   npm run bench                       full run (< 20 minutes)
+//   npm run bench -- --quick            CI-sized (< 1 minute)
+//   npm run bench -- --filter handoff   only the cases whose name matches
+//   npm run bench -- --node /path/node  use this Node >= 24
+//   npm run bench -- --json out.json    also write every outcome as JSON
+
+const os = require('os')
+const path = require('path')
+const fs = require('fs')
+const { findNode } = require('./lib/node-binary')
+const { runChild } = require('./lib/spawn')
+const format = require('./lib/format')
+const { evaluate } = require('./lib/targets')
+const { IMPLS, FLOORS } = require('./lib/references')
+const { median } = require('./lib/stats')
+
+const CASES = ['uncontended', 'burst', 'held', 'handoff', 'contention', 'readers', 'options', 'memory']
+
+const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <node >= 24>] [--no-current] [--json <file>]
+  --quick        CI-sized run (< 1 minute): fewer sizes, rounds and threads (--full: the default)
+  --filter RE    only the measurement points whose name matches RE (e.g. 'uncontended|handoff')
+  --node PATH    the Node >= 24 to measure under (default: the running Node if >= 24,
+                 else node-<platform>-<arch>@26 installed from npm into a cache)
+  --no-current   do not also measure web-locks under the running Node (the default with --quick;
+                 --current to force it)
+  --json FILE    write every outcome as JSON`
+
+function parseArgs (argv) {
+  const opts = { quick: false, filter: null, node: null, current: undefined, json: null }
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    const next = () => {
+      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`)
+      return argv[++i]
+    }
+    if (a === '--quick') opts.quick = true
+    else if (a === '--full') opts.quick = false
+    else if (a === '--filter') opts.filter = new RegExp(next(), 'i')
+    else if (a.startsWith('--filter=')) opts.filter = new RegExp(a.slice(9), 'i')
+    else if (a === '--node') opts.node = path.resolve(next())
+    else if (a === '--no-current') opts.current = false
+    else if (a === '--current') opts.current = true
+    else if (a === '--json') opts.json = path.resolve(next())
+    else if (a === '--help' || a === '-h') opts.help = true
+    else throw new Error(`unknown option ${a}\n${USAGE}`)
+  }
+  // web-locks under the running Node too: in full runs, unless told.
+  if (opts.current === undefined) opts.current = !opts.quick
+  return opts
+}
+
+const log = (...a) => process.stderr.write(`${a.join(' ')}\n`)
+
+function implLabel (impl) {
+  if (impl === 'web-locks@current') return `web-locks @${process.version}`
+  return impl
+}
+
+// Whether to skip a point because a smaller size of the same series was
+// already too slow for this implementation: it was killed for it, or one
+// round at this size would not fit in the child's time limit. A round's
+// time is projected from the last size's, scaled by the work per round
+// (point.work, requests per round) and by the growth of the per-request
+// figures between the last two sizes.
+function tooSlow (previous, point, timeoutMs) {
+  if (!previous.length) return null
+  const last = previous[previous.length - 1]
+  const size = (n) => n.toLocaleString('en-US')
+  if (last.outcome.fail === 'too slow') return `skipped: ${size(last.point.size)} was already too slow`
+  const figures = (o) => (o.result || o.partial || {})
+  // A run that failed before finishing a round: its whole time.
+  const lastMs = figures(last.outcome).roundMs || (last.outcome.fail && last.outcome.wallMs)
+  if (!lastMs) return null
+  let growth = 0
+  if (previous.length >= 2) {
+    const before = previous[previous.length - 2]
+    const a = figures(before.outcome)
+    const b = figures(last.outcome)
+    // The figures that make up a round's time (point.scale), or all.
+    for (const key of point.scale || Object.keys(b)) {
+      if (key === 'roundMs' || key === 'rounds' || /Gc$/.test(key) || !(a[key] > 0) || !(b[key] > 0)) continue
+      growth = Math.max(growth, Math.log(b[key] / a[key]) / Math.log(last.point.size / before.point.size))
+    }
+  }
+  // A run that failed within its first round did one repetition at most,
+  // and will most likely fail there again at the next size.
+  const failedEarly = !figures(last.outcome).roundMs
+  const work = (p) => (failedEarly ? p.size : (p.work || p.size))
+  const projected = lastMs * (work(point) / work(last.point)) * Math.pow(point.size / last.point.size, Math.min(growth, 2))
+  // web-locks is only skipped when far beyond the limit: the projection is
+  // rough, and its figures at every size are what the targets are about.
+  if (projected > timeoutMs * (point.impl === 'web-locks' ? 3 : 0.8)) {
+    return `skipped: ${size(last.point.size)} took ${(lastMs / 1000).toFixed(1)} s a round, ` +
+      `${size(point.size)} would take ~${Math.round(projected / 1000)} s`
+  }
+  return null
+}
+
+// One outcome from the passes of a point: per-metric medians of the
+// passes' figures (sums for violations and sample counts); a failure in
+// any pass is the outcome, with what the other passes measured as partial.
+function merge (list) {
+  if (list.length === 1) return list[0]
+  const ok = list.filter((o) => o.result)
+  const combined = ok.length ? summarize(ok.map((o) => o.result)) : null
+  const failed = list.find((o) => o.fail)
+  const wallMs = list.reduce((a, o) => a + (o.wallMs || 0), 0)
+  if (failed) {
+    return { ...failed, detail: `${failed.detail || ''} (in pass ${list.indexOf(failed) + 1} of ${list.length})`, partial: combined || failed.partial, wallMs }
+  }
+  return { result: { ...combined, passes: ok.length }, wallMs }
+}
+
+function summarize (results) {
+  const out = {}
+  for (const key of Object.keys(results[0])) {
+    const values = results.map((r) => r[key]).filter((v) => typeof v === 'number')
+    out[key] = /^violations|^samples|^rounds$/.test(key) ? values.reduce((a, b) => a + b, 0) : median(values)
+  }
+  return out
+}
+
+async function main (argv) {
+  const opts = parseArgs(argv)
+  if (opts.help) {
+    console.log(USAGE)
+    return
+  }
+  const started = Date.now()
+  const settings = opts.quick
+    ? { rounds: 3, budgetMs: 900, timeoutMs: 20000, idleMs: 3000 }
+    : { rounds: 5, budgetMs: 12000, timeoutMs: 90000, idleMs: 5000 }
+
+  const node = findNode({ explicit: opts.node, log })
+  let benchNode = node.bin
+  if (!benchNode) {
+    log(`no Node >= 24 (${node.why}): measuring under ${process.version} without the built-in`)
+    benchNode = process.execPath
+  }
+  const benchVersion = node.version || process.version
+  if (benchNode === process.execPath) opts.current = false
+
+  const plan = []
+  for (const id of CASES) {
+    const mod = require(`./cases/${id}`)
+    for (const point of mod.points(opts)) {
+      if (opts.filter && !opts.filter.test(`${point.key} ${point.label}`)) continue
+      plan.push({ mod, id, point })
+    }
+  }
+  if (!plan.length) throw new Error('no case matches --filter')
+
+  log(`web-locks benchmark: ${opts.quick ? 'quick' : 'full'} run of ${plan.length} points under Node ${benchVersion}`)
+  const outcomes = new Map() // `${key}\0${impl}` -> outcome
+  const loads = [] // the 1-minute load average before each point
+  const seriesDone = new Map() // `${series}\0${impl}` -> [{ size, outcome }]
+  for (const { id, point } of plan) {
+    // Points with passes > 1 run every implementation that many times,
+    // in alternating order (ours first, then last, ...), so that a
+    // change in the machine's load during the point weighs on all alike.
+    const passes = point.passes || 1
+    const runs = new Map(point.impls.map((impl) => [impl, []]))
+    for (let pass = 0; pass < passes; pass++) {
+      const order = pass % 2 ? [...point.impls].reverse() : point.impls
+      for (const impl of order) {
+        const seriesKey = `${point.series}\0${impl}`
+        const timeoutMs = point.timeoutMs || settings.timeoutMs
+        const skip = point.series && tooSlow(seriesDone.get(seriesKey) || [], { ...point, impl }, timeoutMs)
+        let outcome
+        if (impl === 'built-in' && !node.bin) {
+          outcome = { fail: 'n/a', detail: `needs Node >= 24 (${node.why})` }
+        } else if (skip) {
+          outcome = { fail: 'too slow', detail: skip }
+        } else if (runs.get(impl).some((o) => o.fail)) {
+          continue // failed in an earlier pass: once is enough
+        } else {
+          const bin = impl === 'web-locks@current' ? process.execPath : benchNode
+          const script = path.join(__dirname, point.script || 'child.js')
+          const spec = {
+            case: id,
+            impl,
+            params: point.params,
+            rounds: point.rounds || settings.rounds,
+            budgetMs: point.budgetMs || settings.budgetMs,
+            quick: opts.quick
+          }
+          loads.push(os.loadavg()[0])
+          outcome = await runChild(bin, [...(point.nodeArgs || []), script, JSON.stringify(spec)],
+            { timeoutMs, idleMs: settings.idleMs })
+        }
+        runs.get(impl).push(outcome)
+        const summary = outcome.fail ? `${outcome.fail}${outcome.detail ? ` (${outcome.detail})` : ''}` : 'ok'
+        log(`  ${point.label.padEnd(44)} ${implLabel(impl).padEnd(18)} ${summary.slice(0, 100)}` +
+          `${outcome.wallMs !== undefined ? `  [${(outcome.wallMs / 1000).toFixed(1)} s]` : ''}` +
+          `${passes > 1 ? `  (pass ${pass + 1}/${passes})` : ''}`)
+      }
+    }
+    for (const impl of point.impls) {
+      const outcome = merge(runs.get(impl))
+      outcomes.set(`${point.key}\0${impl}`, outcome)
+      if (point.series) {
+        const seriesKey = `${point.series}\0${impl}`
+        if (!seriesDone.has(seriesKey)) seriesDone.set(seriesKey, [])
+        seriesDone.get(seriesKey).push({ point, outcome })
+      }
+    }
+  }
+
+  const get = (key, impl) => outcomes.get(`${key}\0${impl}`)
+  const sections = []
+  for (const id of CASES) {
+    const mod = require(`./cases/${id}`)
+    const rows = mod.rows(get, opts).filter((r) => Object.keys(r.cells).length > 0)
+    if (rows.length) sections.push({ title: mod.section, rows })
+  }
+  const allRows = sections.flatMap((s) => s.rows)
+  print({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads })
+  if (opts.json) {
+    fs.writeFileSync(opts.json, JSON.stringify({ opts: { ...opts, filter: String(opts.filter) }, node: benchVersion, rows: allRows, outcomes: [...outcomes] }, null, 1))
+  }
+}
+
+// Which cases ran several processes per implementation.
+function passesNote (plan) {
+  const byCase = new Map()
+  for (const { id, point } of plan) if ((point.passes || 1) > 1) byCase.set(id, point.passes)
+  if (!byCase.size) return ''
+  return `${[...byCase].map(([id, n]) => `${id} ${n}`).join(', ')} processes per implementation and point, ` +
+    'in alternating order, median of their figures (processes differ more than rounds do).'
+}
+
+function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads }) {
+  const ours = (r) => r.cells['web-locks']
+  const col = (title, column) => ({ title, get: (r) => format.cell(r.unit, r.cells[column]) })
+  const vs = (title, column) => ({ title, get: (r) => format.ratioText(format.advantage(r, ours(r), r.cells[column])) })
+  const columns = [
+    { title: 'case', left: true, get: (r) => r.label },
+    col('web-locks', 'web-locks'),
+    col('built-in', 'built-in'),
+    vs('×built-in', 'built-in'),
+    col('async-mutex', 'async-mutex'),
+    vs('×mutex', 'async-mutex'),
+    col('async-lock', 'async-lock'),
+    vs('×lock', 'async-lock'),
+    col('floor', 'floor'),
+    vs('×floor', 'floor')
+  ]
+  if (opts.current) columns.push(col(`web-locks@${process.version}`, 'web-locks@current'))
+
+  const cpus = os.cpus()
+  console.log(`web-locks benchmark, ${opts.quick ? 'quick' : 'full'} run, ${new Date().toISOString().slice(0, 16)}Z`)
+  console.log(`Machine: ${cpus.length} x ${cpus[0] ? cpus[0].model.trim() : '?'}, ${os.platform()} ${os.release()}, ${Math.round(os.totalmem() / 2 ** 30)} GB`)
+  console.log(`Every figure, ours and the references', is measured under Node ${benchVersion} (${node.bin ? node.how : 'no Node >= 24 found'}),` +
+    ' each implementation in its own fresh process per point;')
+  console.log(`figures are medians over up to ${opts.quick ? 3 : 5} rounds per process (fewer when rounds are slow)` +
+    (passesNote(plan) ? `; ${passesNote(plan)}` : '.') +
+    (opts.current ? ` The last column is web-locks under the running Node ${process.version}.` : ''))
+  if (loads.length) {
+    const sorted = [...loads].sort((a, b) => a - b)
+    const med = sorted[sorted.length >> 1]
+    const max = sorted[sorted.length - 1]
+    const busy = med > cpus.length * 0.75 + 1
+    console.log(`System load during the run (1-minute load average before each point; the benchmark itself adds about 1): ` +
+      `median ${med.toFixed(1)}, max ${max.toFixed(1)}, on ${cpus.length} CPUs.${busy ? ' WARNING: other processes were using the CPUs; figures are noisier than on an idle machine.' : ''}`)
+  }
+  console.log('×X columns: how many times better web-locks is than X on that row (X\'s time ÷ ours, or our rate ÷ X\'s); above 1.00x web-locks is better.')
+  console.log('Blank: not applicable. * measured before that run failed. Failures are detailed after the targets.')
+  console.log('')
+  const body = []
+  for (const s of sections) {
+    body.push({ section: s.title })
+    body.push(...s.rows)
+  }
+  console.log(format.table(columns, body))
+  console.log('')
+
+  const verdicts = evaluate(allRows, get, opts)
+  console.log('Targets (ratios from this run; PASS/MISS):')
+  for (const v of verdicts) {
+    console.log(`  ${v.status.padEnd(7)} ${v.title}: ${v.summary}`)
+  }
+  const missed = verdicts.filter((v) => v.status === 'MISS')
+  console.log('')
+  if (missed.length === 0) {
+    console.log(verdicts.some((v) => v.status === 'PASS') ? 'Closing note: every target measured in this run is met.' : 'Closing note: no target was measured in this run.')
+  } else {
+    console.log(`Closing note: ${missed.length} target${missed.length > 1 ? 's' : ''} missed.`)
+    for (const v of missed) console.log(`  - ${v.title}: ${v.why}`)
+  }
+
+  const failures = []
+  for (const [k, o] of outcomes) {
+    if (!o.fail || o.fail === 'n/a') continue
+    const [key, impl] = k.split('\0')
+    const point = plan.find((p) => p.point.key === key)
+    failures.push(`  ${impl} / ${point ? point.point.label : key}: ${o.fail}${o.detail ? ` (${o.detail})` : ''}`)
+  }
+  if (failures.length) {
+    console.log('')
+    console.log('Failures (the implementation threw, crashed, hung or was too slow; its process was killed or skipped):')
+    for (const f of failures) console.log(f)
+  }
+  console.log('')
+  console.log(`Legend: ${Object.entries(IMPLS).map(([id, i]) => `${id} = ${i.label}`).join('; ')}; floor = ` +
+    `${Object.values(FLOORS).join(', ')}.`)
+  console.log(`Total time: ${((Date.now() - started) / 1000).toFixed(0)} s.`)
+}
+
+module.exports = { main, parseArgs }
