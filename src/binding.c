@@ -264,19 +264,22 @@ static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
   wlb__close_handles(t);
 }
 
-static napi_value wlb__args(napi_env env, napi_callback_info info, size_t n,
-                            napi_value *argv, wlb_thread_t **t) {
+/* Gets the n arguments of an internal call and this thread's state. Returns
+ * 0, or 1 with an exception pending. */
+static int wlb__args(napi_env env, napi_callback_info info, size_t n,
+                     napi_value *argv, wlb_thread_t **t) {
   size_t argc = n;
-  napi_value undefined;
 
-  WLB_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {
+    wlb__throw_last(env);
+    return 1;
+  }
   *t = wlb__thread(env);
   if (*t == NULL || argc < n) {
     napi_throw_type_error(env, NULL, "web-locks: bad internal call");
-    return NULL;
+    return 1;
   }
-  WLB_CALL(env, napi_get_undefined(env, &undefined));
-  return undefined;
+  return 0;
 }
 
 static wlb_req_t *wlb__req_arg(napi_env env, wlb_thread_t *t, napi_value v) {
@@ -299,7 +302,7 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   char client_id[WL_CLIENT_ID_MAX + 1];
   size_t len;
 
-  if (wlb__args(env, info, 2, argv, &t) == NULL)
+  if (wlb__args(env, info, 2, argv, &t) != 0)
     return NULL;
   WLB_CALL(env, napi_typeof(env, argv[0], &type));
   if (type != napi_function || t->dispatch != NULL) {
@@ -316,7 +319,6 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   WLB_CALL(env, napi_create_reference(env, argv[0], 1, &t->dispatch));
   return argv[0];
 }
-
 
 static napi_value wlb__throw_code(napi_env env, int rc) {
   if (rc == WL_EINVAL)
@@ -367,7 +369,7 @@ static napi_value wlb_request(napi_env env, napi_callback_info info) {
   wlb_req_t *r;
   int rc;
 
-  if (wlb__args(env, info, 3, argv, &t) == NULL)
+  if (wlb__args(env, info, 3, argv, &t) != 0)
     return NULL;
   if (t->dispatch == NULL) {
     napi_throw_error(env, NULL, "web-locks: not set up");
@@ -406,7 +408,7 @@ static napi_value wlb_release(napi_env env, napi_callback_info info) {
   wlb_req_t *r;
   int held;
 
-  if (wlb__args(env, info, 1, argv, &t) == NULL ||
+  if (wlb__args(env, info, 1, argv, &t) != 0 ||
       (r = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
   held = wl_release(&r->req);
@@ -422,7 +424,7 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
   wlb_req_t *r;
   int removed;
 
-  if (wlb__args(env, info, 1, argv, &t) == NULL ||
+  if (wlb__args(env, info, 1, argv, &t) != 0 ||
       (r = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
   removed = wl_abort(&r->req);
