@@ -59,6 +59,18 @@ function parseArgs (argv) {
 
 const log = (...a) => process.stderr.write(`${a.join(' ')}\n`)
 
+// The addon every child loads: which build, so that a rebuild during the
+// run (which would mix two builds in one table) is caught.
+function addonBuild () {
+  try {
+    const file = require('node-gyp-build').path(path.join(__dirname, '..'))
+    const hash = require('crypto').createHash('sha256').update(fs.readFileSync(file)).digest('hex').slice(0, 12)
+    return { file: path.relative(path.join(__dirname, '..'), file), hash, mtime: fs.statSync(file).mtime.toISOString().slice(0, 19) }
+  } catch (error) {
+    return { file: '?', hash: `unknown (${error.message})`, mtime: '?' }
+  }
+}
+
 function implLabel (impl) {
   if (impl === 'web-locks@current') return `web-locks @${process.version}`
   return impl
@@ -159,6 +171,7 @@ async function main (argv) {
   if (!plan.length) throw new Error('no case matches --filter')
 
   log(`web-locks benchmark: ${opts.quick ? 'quick' : 'full'} run of ${plan.length} points under Node ${benchVersion}`)
+  const addonBefore = addonBuild()
   const outcomes = new Map() // `${key}\0${impl}` -> outcome
   const loads = [] // the 1-minute load average before each point
   const seriesDone = new Map() // `${series}\0${impl}` -> [{ size, outcome }]
@@ -222,7 +235,8 @@ async function main (argv) {
     if (rows.length) sections.push({ title: mod.section, rows })
   }
   const allRows = sections.flatMap((s) => s.rows)
-  print({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads })
+  const addon = { before: addonBefore, after: addonBuild() }
+  print({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon })
   if (opts.json) {
     fs.writeFileSync(opts.json, JSON.stringify({ opts: { ...opts, filter: String(opts.filter) }, node: benchVersion, rows: allRows, outcomes: [...outcomes] }, null, 1))
   }
@@ -237,7 +251,7 @@ function passesNote (plan) {
     'in alternating order, median of their figures (processes differ more than rounds do).'
 }
 
-function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads }) {
+function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon }) {
   const ours = (r) => r.cells['web-locks']
   const col = (title, column) => ({ title, get: (r) => format.cell(r.unit, r.cells[column]) })
   const vs = (title, column) => ({ title, get: (r) => format.ratioText(format.advantage(r, ours(r), r.cells[column])) })
@@ -263,6 +277,8 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
   console.log(`figures are medians over up to ${opts.quick ? 3 : 5} rounds per process (fewer when rounds are slow)` +
     (passesNote(plan) ? `; ${passesNote(plan)}` : '.') +
     (opts.current ? ` The last column is web-locks under the running Node ${process.version}.` : ''))
+  console.log(`web-locks addon: ${addon.before.file}, sha256 ${addon.before.hash}, built ${addon.before.mtime}Z` +
+    (addon.after.hash !== addon.before.hash ? ` -- WARNING: rebuilt during the run (now ${addon.after.hash}, ${addon.after.mtime}Z): the figures mix two builds.` : '.'))
   if (loads.length) {
     const sorted = [...loads].sort((a, b) => a - b)
     const med = sorted[sorted.length >> 1]
