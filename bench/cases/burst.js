@@ -7,7 +7,7 @@
 
 const { load } = require('../lib/references')
 const { measure, nowMs, trackGc, Phases, settle } = require('../lib/measure')
-const { metricRow, growthRow, shortSize } = require('../lib/rows')
+const { shortSize, sizedRows } = require('../lib/rows')
 
 const IMPLS = ['web-locks', 'built-in', 'async-mutex', 'async-lock']
 const COLUMNS = { 'web-locks': 'web-locks', 'built-in': 'built-in', 'async-mutex': 'async-mutex', 'async-lock': 'async-lock' }
@@ -107,40 +107,14 @@ async function run ({ n, unrelated: count }, implId, ctx) {
 }
 
 function rows (get, opts) {
-  const out = []
-  const ns = sizes(opts)
-  const row = (n, metric, what) => metricRow(get, {
-    id: `burst.${n}.${metric}`, label: `${shortSize(n)} queued on 1 name: ${what}`, unit: 'ns', key: `burst/${n}`, metric, columns: COLUMNS
+  return sizedRows(get, sizes(opts), {
+    prefix: 'burst',
+    sizeLabel: (n) => `${shortSize(n)} queued on 1 name`,
+    metrics: [['enqueue', 'request() each', 'request()'], ['drain', 'grant+release each', 'grant+release'], ['unrelated', 'unrelated request', 'unrelated request'], ['query', 'query() per entry', 'query() per entry']],
+    noneLabel: 'nothing queued yet: unrelated request',
+    afterLabel: 'all drained again: unrelated request',
+    columns: COLUMNS
   })
-  for (const n of ns) {
-    out.push(row(n, 'enqueue', 'request() each'))
-    out.push(row(n, 'drain', 'grant+release each'))
-    out.push(row(n, 'unrelated', 'unrelated request'))
-    out.push(row(n, 'query', 'query() per entry'))
-  }
-  // With nothing queued, before and after, in the run of the largest size
-  // that got there.
-  const largest = (metric) => (key, impl) => {
-    for (const n of [...ns].reverse()) {
-      const o = get(`burst/${n}`, impl)
-      if (o && o.result && o.result[metric] !== undefined) return o
-    }
-    return get(`burst/${ns[ns.length - 1]}`, impl)
-  }
-  out.push(metricRow(largest('unrelated0'), {
-    id: 'burst.none.unrelated', label: 'nothing queued yet: unrelated request', unit: 'ns', key: null, metric: 'unrelated0', columns: COLUMNS
-  }))
-  out.push(metricRow(largest('unrelatedAfter'), {
-    id: 'burst.after.unrelated', label: 'all drained again: unrelated request', unit: 'ns', key: null, metric: 'unrelatedAfter', columns: COLUMNS
-  }))
-  const growth = (metric, what) => growthRow(get, {
-    id: `burst.growth.${metric}`, label: `growth exponent ${shortSize(ns[0])}-${shortSize(ns[ns.length - 1])}: ${what}`, sizes: ns, keyOf: (n) => `burst/${n}`, metric, columns: COLUMNS
-  })
-  out.push(growth('enqueue', 'request()'))
-  out.push(growth('drain', 'grant+release'))
-  out.push(growth('unrelated', 'unrelated request'))
-  out.push(growth('query', 'query() per entry'))
-  return out
 }
 
 module.exports = {

@@ -6,7 +6,7 @@
 
 const { load } = require('../lib/references')
 const { measure, nowMs, trackGc, Phases, settle } = require('../lib/measure')
-const { metricRow, growthRow, shortSize } = require('../lib/rows')
+const { shortSize, sizedRows } = require('../lib/rows')
 
 const IMPLS = ['web-locks', 'built-in', 'async-mutex', 'async-lock']
 const COLUMNS = { 'web-locks': 'web-locks', 'built-in': 'built-in', 'async-mutex': 'async-mutex', 'async-lock': 'async-lock' }
@@ -97,40 +97,14 @@ async function run ({ n, unrelated: count }, implId, ctx) {
 }
 
 function rows (get, opts) {
-  const out = []
-  const ns = sizes(opts)
-  const row = (n, metric, what) => metricRow(get, {
-    id: `held.${n}.${metric}`, label: `${shortSize(n)} names held: ${what}`, unit: 'ns', key: `held/${n}`, metric, columns: COLUMNS
+  return sizedRows(get, sizes(opts), {
+    prefix: 'held',
+    sizeLabel: (n) => `${shortSize(n)} names held`,
+    metrics: [['acquire', 'acquire each', 'acquire'], ['release', 'release each', 'release'], ['unrelated', 'unrelated request', 'unrelated request'], ['query', 'query() per entry', 'query() per entry']],
+    noneLabel: 'nothing held yet: unrelated request',
+    afterLabel: 'all released again: unrelated request',
+    columns: COLUMNS
   })
-  for (const n of ns) {
-    out.push(row(n, 'acquire', 'acquire each'))
-    out.push(row(n, 'release', 'release each'))
-    out.push(row(n, 'unrelated', 'unrelated request'))
-    out.push(row(n, 'query', 'query() per entry'))
-  }
-  // With nothing held, before and after, in the run of the largest size
-  // that got there.
-  const largest = (metric) => (key, impl) => {
-    for (const n of [...ns].reverse()) {
-      const o = get(`held/${n}`, impl)
-      if (o && o.result && o.result[metric] !== undefined) return o
-    }
-    return get(`held/${ns[ns.length - 1]}`, impl)
-  }
-  out.push(metricRow(largest('unrelated0'), {
-    id: 'held.none.unrelated', label: 'nothing held yet: unrelated request', unit: 'ns', key: null, metric: 'unrelated0', columns: COLUMNS
-  }))
-  out.push(metricRow(largest('unrelatedAfter'), {
-    id: 'held.after.unrelated', label: 'all released again: unrelated request', unit: 'ns', key: null, metric: 'unrelatedAfter', columns: COLUMNS
-  }))
-  const growth = (metric, what) => growthRow(get, {
-    id: `held.growth.${metric}`, label: `growth exponent ${shortSize(ns[0])}-${shortSize(ns[ns.length - 1])}: ${what}`, sizes: ns, keyOf: (n) => `held/${n}`, metric, columns: COLUMNS
-  })
-  out.push(growth('acquire', 'acquire'))
-  out.push(growth('release', 'release'))
-  out.push(growth('unrelated', 'unrelated request'))
-  out.push(growth('query', 'query() per entry'))
-  return out
 }
 
 module.exports = {

@@ -65,4 +65,34 @@ function growthRow (get, { id, label, sizes, keyOf, metric, columns }) {
   return { id, label, unit: 'exponent', better: null, cells }
 }
 
-module.exports = { cellOf, metricRow, growthRow, shortSize }
+// The rows of a case measured at sizes ns (burst, held): each metric per
+// size, the unrelated request before and after in the largest run that got
+// there, and each metric's growth exponent.
+//   spec: { prefix, sizeLabel: (n) => string, metrics: [[metric, label, growthLabel]],
+//           noneLabel, afterLabel, columns }
+function sizedRows (get, ns, spec) {
+  const { prefix, sizeLabel, metrics, noneLabel, afterLabel, columns } = spec
+  const keyOf = (n) => `${prefix}/${n}`
+  const out = []
+  for (const n of ns) {
+    for (const [metric, what] of metrics) {
+      out.push(metricRow(get, { id: `${prefix}.${n}.${metric}`, label: `${sizeLabel(n)}: ${what}`, unit: 'ns', key: keyOf(n), metric, columns }))
+    }
+  }
+  const largest = (metric) => (key, impl) => {
+    for (const n of [...ns].reverse()) {
+      const o = get(keyOf(n), impl)
+      if (o && o.result && o.result[metric] !== undefined) return o
+    }
+    return get(keyOf(ns[ns.length - 1]), impl)
+  }
+  out.push(metricRow(largest('unrelated0'), { id: `${prefix}.none.unrelated`, label: noneLabel, unit: 'ns', key: null, metric: 'unrelated0', columns }))
+  out.push(metricRow(largest('unrelatedAfter'), { id: `${prefix}.after.unrelated`, label: afterLabel, unit: 'ns', key: null, metric: 'unrelatedAfter', columns }))
+  const range = `${shortSize(ns[0])}-${shortSize(ns[ns.length - 1])}`
+  for (const [metric, , growthWhat] of metrics) {
+    out.push(growthRow(get, { id: `${prefix}.growth.${metric}`, label: `growth exponent ${range}: ${growthWhat}`, sizes: ns, keyOf, metric, columns }))
+  }
+  return out
+}
+
+module.exports = { cellOf, metricRow, growthRow, shortSize, sizedRows }
