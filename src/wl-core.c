@@ -22,6 +22,8 @@ static void wl__mail(wl_request_t *req, unsigned ev) {
   wl_agent_t *agent = req->agent;
   int was_empty;
 
+  if (agent->closing)
+    return;
   req->events |= ev;
   if (wl__linked(&req->mlink))
     return;
@@ -39,6 +41,8 @@ static int wl__compatible(const wl__name_t *n, unsigned mode) {
 
 static void wl__hold(wl__name_t *n, wl_request_t *req) {
   req->state = WL__HELD;
+  wl__list_remove(&req->alink);
+  wl__list_append(&req->agent->held, &req->alink);
   wl__list_append(&n->held, &req->qlink);
   n->nheld++;
   if (req->mode == WL_EXCLUSIVE)
@@ -87,8 +91,10 @@ int wl_agent_init(wl_agent_t *agent, const char *client_id,
   if (client_id_len > WL_CLIENT_ID_MAX || notify == NULL)
     return WL_EINVAL;
   agent->notify = notify;
-  wl__list_init(&agent->requests);
+  wl__list_init(&agent->queued);
+  wl__list_init(&agent->held);
   wl__list_init(&agent->mail);
+  agent->closing = 0;
   agent->client_id_len = client_id_len;
   if (client_id_len > 0)
     memcpy(agent->client_id, client_id, client_id_len);
@@ -103,37 +109,31 @@ static void wl__drop_mail(wl__link_t *mail) {
   }
 }
 
-void wl_agent_close(wl_agent_t *agent) {
-  wl__name_t *dirty = NULL;
+/* Ends a queued or held request and processes its queue, as the spec's
+ * abort and release do. */
+static void wl__end(wl_request_t *req) {
+  wl__name_t *n = req->name;
 
+  if (req->state == WL__HELD)
+    wl__unhold(n, req);
+  else
+    wl__list_remove(&req->qlink);
+  req->state = WL__IDLE;
+  wl__list_remove(&req->alink);
+  wl__process(n);
+  wl__maybe_drop(n);
+}
+
+void wl_agent_close(wl_agent_t *agent) {
   wl__mutex_lock(&wl__m.mutex);
-  /* Remove everything first and process afterwards, so that no queue grants
-   * a request of the agent that is going away. */
-  while (!wl__list_empty(&agent->requests)) {
-    wl_request_t *req =
-        wl__container_of(agent->requests.next, wl_request_t, alink);
-    wl__name_t *n = req->name;
-    wl__list_remove(&req->alink);
-    if (req->state == WL__HELD) {
-      wl__unhold(n, req);
-    } else {
-      wl__list_remove(&req->qlink);
-      req->state = WL__IDLE;
-    }
-    if (!n->dirty) {
-      n->dirty = 1;
-      n->dirty_next = dirty;
-      dirty = n;
-    }
-  }
+  /* Grants to the agent on the way out (a request of its own behind one it
+   * aborts) join its held list and are released below; they send no mail. */
+  agent->closing = 1;
+  while (!wl__list_empty(&agent->queued))
+    wl__end(wl__container_of(agent->queued.next, wl_request_t, alink));
+  while (!wl__list_empty(&agent->held))
+    wl__end(wl__container_of(agent->held.next, wl_request_t, alink));
   wl__drop_mail(&agent->mail);
-  while (dirty != NULL) {
-    wl__name_t *n = dirty;
-    dirty = n->dirty_next;
-    n->dirty = 0;
-    wl__process(n);
-    wl__maybe_drop(n);
-  }
   wl__mutex_unlock(&wl__m.mutex);
 }
 
@@ -191,7 +191,7 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   }
   req->name = n;
   req->state = WL__QUEUED;
-  wl__list_append(&agent->requests, &req->alink);
+  wl__list_append(&agent->queued, &req->alink);
   if (flags & WL_STEAL) {
     wl__steal(n);
     wl__list_prepend(&n->queue, &req->qlink);
@@ -210,17 +210,8 @@ int wl_release(wl_request_t *req) {
 
   wl__mutex_lock(&wl__m.mutex);
   held = req->state == WL__HELD;
-  if (req->state != WL__IDLE) {
-    wl__name_t *n = req->name;
-    if (held)
-      wl__unhold(n, req);
-    else
-      wl__list_remove(&req->qlink);
-    req->state = WL__IDLE;
-    wl__list_remove(&req->alink);
-    wl__process(n);
-    wl__maybe_drop(n);
-  }
+  if (req->state != WL__IDLE)
+    wl__end(req);
   if (wl__linked(&req->mlink))
     wl__list_remove(&req->mlink);
   req->events = 0;
@@ -230,29 +221,24 @@ int wl_release(wl_request_t *req) {
 
 /* Abort the request (4.3). */
 int wl_abort(wl_request_t *req) {
-  wl__name_t *n;
-
   wl__mutex_lock(&wl__m.mutex);
   if (req->state != WL__QUEUED) {
     wl__mutex_unlock(&wl__m.mutex);
     return 0;
   }
-  n = req->name;
-  wl__list_remove(&req->qlink);
-  wl__list_remove(&req->alink);
-  req->state = WL__IDLE;
-  wl__process(n);
-  wl__maybe_drop(n);
+  wl__end(req);
   wl__mutex_unlock(&wl__m.mutex);
   return 1;
 }
 
 static wl_info_t *wl__fill(wl_info_t *info, const wl_request_t *req,
-                           const uint16_t *name, char **text) {
+                           const uint16_t *name, size_t name_index,
+                           char **text) {
   const wl_agent_t *agent = req->agent;
 
   info->name = name;
   info->name_len = req->name->len;
+  info->name_index = name_index;
   info->mode = (wl_mode_t)req->mode;
   info->client_id = *text;
   info->client_id_len = agent->client_id_len;
@@ -264,7 +250,7 @@ static wl_info_t *wl__fill(wl_info_t *info, const wl_request_t *req,
 /* Snapshot the lock state (4.5). Copies everything, so that the caller can
  * build its result without holding the mutex. */
 int wl_snapshot(wl_snapshot_t *snap) {
-  size_t nheld = 0, npending = 0, units = 0, text = 0;
+  size_t nheld = 0, npending = 0, units = 0, text = 0, i;
   wl__link_t *ln, *lr;
   wl_info_t *held, *pending;
   uint16_t *names;
@@ -291,16 +277,18 @@ int wl_snapshot(wl_snapshot_t *snap) {
   chars = (char *)(names + units);
   snap->nheld = nheld;
   snap->npending = npending;
-  for (ln = wl__m.names.order.next; ln != &wl__m.names.order; ln = ln->next) {
+  snap->nnames = wl__m.names.count; /* a name in the table has an entry */
+  for (ln = wl__m.names.order.next, i = 0; ln != &wl__m.names.order;
+       ln = ln->next, i++) {
     wl__name_t *n = wl__container_of(ln, wl__name_t, order);
     if (n->len > 0)
       memcpy(names, n->units, n->len * sizeof(uint16_t));
     for (lr = n->queue.next; lr != &n->queue; lr = lr->next)
       pending = wl__fill(pending, wl__container_of(lr, wl_request_t, qlink),
-                         names, &chars);
+                         names, i, &chars);
     for (lr = n->held.next; lr != &n->held; lr = lr->next)
       held = wl__fill(held, wl__container_of(lr, wl_request_t, qlink), names,
-                      &chars);
+                      i, &chars);
     names += n->len;
   }
   wl__mutex_unlock(&wl__m.mutex);

@@ -25,12 +25,10 @@ struct wl__name_s {
   wl__link_t order;        /* in the table's first-use order */
   wl__link_t queue;        /* queued requests, FIFO */
   wl__link_t held;         /* held locks */
-  wl__name_t *dirty_next;  /* wl_agent_close's list of queues to process */
   size_t nheld;
   size_t nexclusive;
   uint64_t hash;
   size_t len;
-  unsigned char dirty;
   uint16_t units[];
 };
 

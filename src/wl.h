@@ -60,8 +60,10 @@ struct wl_agent_s {
   void *data; /* the caller's */
   /* private */
   wl_notify_cb notify;
-  wl__link_t requests; /* its requests that are queued or held */
-  wl__link_t mail;     /* its requests with undelivered events */
+  wl__link_t queued; /* its queued requests, in request order */
+  wl__link_t held;   /* its held locks, in grant order (the held set's) */
+  wl__link_t mail;   /* its requests with undelivered events */
+  int closing;       /* wl_agent_close() runs: no mail, no notify */
   size_t client_id_len;
   char client_id[WL_CLIENT_ID_MAX];
 };
@@ -74,7 +76,7 @@ struct wl_request_s {
   wl_agent_t *agent;
   wl__name_t *name;
   wl__link_t qlink; /* in its name's queue when queued, held list when held */
-  wl__link_t alink; /* in its agent's requests when queued or held */
+  wl__link_t alink; /* in its agent's queued or held list */
   wl__link_t mlink; /* in its agent's mail when it has events */
   unsigned char mode;
   unsigned char state;
@@ -84,6 +86,7 @@ struct wl_request_s {
 typedef struct {
   const uint16_t *name; /* UTF-16 code units, not terminated */
   size_t name_len;
+  size_t name_index; /* the same for every entry of one name: 0..nnames-1 */
   wl_mode_t mode;
   const char *client_id; /* not terminated */
   size_t client_id_len;
@@ -94,7 +97,8 @@ typedef struct {
   size_t nheld;
   wl_info_t *pending; /* per name in queue order, names in first-use order */
   size_t npending;
-  void *mem; /* owns everything above */
+  size_t nnames; /* distinct names among the entries */
+  void *mem;     /* owns everything above */
 } wl_snapshot_t;
 
 /* Registers an agent. client_id is copied; at most WL_CLIENT_ID_MAX bytes.
@@ -102,10 +106,11 @@ typedef struct {
 int wl_agent_init(wl_agent_t *agent, const char *client_id,
                   size_t client_id_len, wl_notify_cb notify);
 
-/* Terminates the agent's remaining locks and requests: every queued request
- * leaves its queue, every held lock is released, undelivered mail is dropped,
- * then the affected queues are processed. When it returns, no other thread
- * can reach the agent or its requests. */
+/* Terminates the agent's remaining locks and requests (spec 2.6): aborts its
+ * queued requests in request order, then releases its held locks in grant
+ * order, processing each affected queue as it goes; undelivered mail is
+ * dropped. When it returns, no other thread can reach the agent or its
+ * requests. */
 void wl_agent_close(wl_agent_t *agent);
 
 /* Pops the next request with mail and its events, or returns NULL. Only the

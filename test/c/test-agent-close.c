@@ -129,6 +129,66 @@ static void test_close_drops_mail(void) {
   tagent_close(&b);
 }
 
+/* Spec 2.6 releases the agent's locks in the order of the held set, which is
+ * grant order (here not request order): the waiter behind all of them is
+ * granted in that order, as if the agent had released them one by one. */
+static void test_close_releases_in_grant_order(void) {
+  tagent_t a, b, c;
+  wl_request_t hd, ra, rb, rc, rd, wa, wb, wc, wd;
+
+  tagent_init(&a, ID("a"));
+  tagent_init(&b, ID("b"));
+  tagent_init(&c, ID("c"));
+  REQUEST(&c, &hd, "d", WL_EXCLUSIVE, 0);
+  REQUEST(&a, &rd, "d", WL_EXCLUSIVE, 0);
+  REQUEST(&a, &ra, "a", WL_EXCLUSIVE, 0);
+  REQUEST(&a, &rb, "b", WL_EXCLUSIVE, 0);
+  REQUEST(&a, &rc, "c", WL_EXCLUSIVE, 0);
+  ASSERT_EQ(1, wl_release(&hd));
+  EXPECT_MAIL(&a, {&ra, WL_EV_GRANTED}, {&rb, WL_EV_GRANTED},
+              {&rc, WL_EV_GRANTED}, {&rd, WL_EV_GRANTED});
+  REQUEST(&b, &wd, "d", WL_EXCLUSIVE, 0);
+  REQUEST(&b, &wc, "c", WL_EXCLUSIVE, 0);
+  REQUEST(&b, &wb, "b", WL_EXCLUSIVE, 0);
+  REQUEST(&b, &wa, "a", WL_EXCLUSIVE, 0);
+  tagent_close(&a);
+  EXPECT_MAIL(&b, {&wa, WL_EV_GRANTED}, {&wb, WL_EV_GRANTED},
+              {&wc, WL_EV_GRANTED}, {&wd, WL_EV_GRANTED});
+  ASSERT_EQ(1, wl_release(&wa));
+  ASSERT_EQ(1, wl_release(&wb));
+  ASSERT_EQ(1, wl_release(&wc));
+  ASSERT_EQ(1, wl_release(&wd));
+  tagent_close(&b);
+  tagent_close(&c);
+}
+
+/* Queued requests are aborted before held locks are released, each queue
+ * processed at once: a shared waiter behind the agent's aborted exclusive
+ * request is granted beside the agent's shared lock, before the names the
+ * agent releases afterwards. */
+static void test_close_aborts_before_releasing(void) {
+  tagent_t a, b, c;
+  wl_request_t ax, as, hy, ay, bx, by;
+
+  tagent_init(&a, ID("a"));
+  tagent_init(&b, ID("b"));
+  tagent_init(&c, ID("c"));
+  REQUEST(&a, &ay, "y", WL_EXCLUSIVE, 0);
+  REQUEST(&b, &by, "y", WL_EXCLUSIVE, 0);
+  REQUEST(&c, &hy, "x", WL_SHARED, 0);
+  REQUEST(&a, &as, "x", WL_SHARED, 0);
+  REQUEST(&a, &ax, "x", WL_EXCLUSIVE, 0);
+  REQUEST(&b, &bx, "x", WL_SHARED, 0);
+  EXPECT_MAIL(&a, {&ay, WL_EV_GRANTED}, {&as, WL_EV_GRANTED});
+  tagent_close(&a);
+  EXPECT_MAIL(&b, {&bx, WL_EV_GRANTED}, {&by, WL_EV_GRANTED});
+  ASSERT_EQ(1, wl_release(&hy));
+  ASSERT_EQ(1, wl_release(&bx));
+  ASSERT_EQ(1, wl_release(&by));
+  tagent_close(&b);
+  tagent_close(&c);
+}
+
 /* A closed agent can be initialised again and used as new. */
 static void test_reinit_after_close(void) {
   tagent_t a;
@@ -149,6 +209,8 @@ int main(void) {
   RUN(test_no_grant_to_closing_agent);
   RUN(test_close_processes_every_name);
   RUN(test_close_drops_mail);
+  RUN(test_close_releases_in_grant_order);
+  RUN(test_close_aborts_before_releasing);
   RUN(test_reinit_after_close);
   return 0;
 }

@@ -164,6 +164,39 @@ static void test_survives_state_changes(void) {
   tagent_close(&a);
 }
 
+/* Every entry of one name, held or pending, shares one copy of the name and
+ * one name index; distinct names have distinct indexes. */
+static void test_one_copy_per_name(void) {
+  tagent_t a, b;
+  wl_request_t x1, x2, x3, y1, y2;
+  wl_snapshot_t snap;
+
+  tagent_init(&a, ID("a"));
+  tagent_init(&b, ID("b"));
+  REQUEST(&a, &x1, "x", WL_SHARED, 0);
+  REQUEST(&a, &y1, "y", WL_EXCLUSIVE, 0);
+  REQUEST(&b, &x2, "x", WL_SHARED, 0);
+  REQUEST(&b, &x3, "x", WL_EXCLUSIVE, 0);
+  REQUEST(&b, &y2, "y", WL_EXCLUSIVE, 0);
+  ASSERT_EQ(0, wl_snapshot(&snap));
+  ASSERT_EQ(2, snap.nnames);
+  ASSERT_EQ(3, snap.nheld);
+  ASSERT_EQ(2, snap.npending);
+  /* Held: x (a), x (b), y (a); pending: x (b), y (b). */
+  ASSERT(snap.held[0].name == snap.held[1].name);
+  ASSERT(snap.held[0].name == snap.pending[0].name);
+  ASSERT(snap.held[2].name == snap.pending[1].name);
+  ASSERT(snap.held[0].name != snap.held[2].name);
+  ASSERT_EQ(snap.held[0].name_index, snap.held[1].name_index);
+  ASSERT_EQ(snap.held[0].name_index, snap.pending[0].name_index);
+  ASSERT_EQ(snap.held[2].name_index, snap.pending[1].name_index);
+  ASSERT(snap.held[0].name_index != snap.held[2].name_index);
+  ASSERT(snap.held[0].name_index < 2 && snap.held[2].name_index < 2);
+  wl_snapshot_free(&snap);
+  tagent_close(&a);
+  tagent_close(&b);
+}
+
 int main(void) {
   RUN(test_empty);
   RUN(test_contents);
@@ -172,5 +205,6 @@ int main(void) {
   RUN(test_client_ids_copied);
   RUN(test_odd_names);
   RUN(test_survives_state_changes);
+  RUN(test_one_copy_per_name);
   return 0;
 }
