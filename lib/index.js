@@ -9,6 +9,16 @@ const path = require('path')
 const { randomUUID } = require('crypto')
 const diagnostics = require('diagnostics_channel')
 const binding = require('node-gyp-build')(path.join(__dirname, '..'))
+const {
+  ReflectApply, getter, SafePromise, nativeThen, PromisePrototypeThen, PromiseResolve, PromiseReject,
+  SafeSet, SetPrototypeAdd, SetPrototypeDelete, SetPrototypeForEach, SetPrototypeGetSize,
+  SafeWeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet, WeakMapPrototypeDelete,
+  SymbolDispose, DOMException, SafeTypeError, nodeSignalPrototype, addAbortListener
+} = require('./intrinsics.js')
+
+const {
+  request: nativeRequest, release: nativeRelease, abort: nativeAbort, query: nativeQuery
+} = binding
 
 const EXCLUSIVE = 0
 const SHARED = 1
@@ -18,6 +28,11 @@ const EV_GRANTED = 1
 const EV_UNAVAILABLE = 2
 const EV_STOLEN = 4
 
+// How a request that did not succeed ended, for monitorContention().
+const STOLEN = 'stolen'
+const ABORTED = 'aborted'
+const FAILED = 'failed'
+
 // The channels and payloads of Node's built-in navigator.locks, so that
 // existing tooling works. A request's start and grant (or miss) payloads are
 // one object, so a subscriber can pair them.
@@ -26,58 +41,68 @@ const grantChannel = diagnostics.channel('locks.request.grant')
 const missChannel = diagnostics.channel('locks.request.miss')
 const endChannel = diagnostics.channel('locks.request.end')
 
-// For monitorContention(): the errors this package made for stolen locks, and
-// the start payloads of requests that could not be granted at once.
-const stolenErrors = new WeakSet()
-const queuedPayloads = new WeakSet()
+// For monitorContention(), what the payloads themselves do not say: whether a
+// started request had to wait, and for an end payload, its request's start
+// payload and how it ended.
+const queuedStarts = new SafeWeakMap()
+const endings = new SafeWeakMap()
 const monitorContention = require('./contention.js')({
-  isStolen: (error) => stolenErrors.has(error),
-  wasQueued: (payload) => queuedPayloads.has(payload)
+  wasQueued: (start) => WeakMapPrototypeGet(queuedStarts, start) === true,
+  endingOf: (end) => WeakMapPrototypeGet(endings, end)
 })
 
-const promiseThen = Promise.prototype.then
-const resolved = Promise.resolve()
+const resolved = PromiseResolve()
 const kToken = Symbol('web-locks')
-const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, steal: false })
+const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, signalOps: undefined, steal: false })
 
 // This thread's requests, indexed by native id (small integers, reused). The
 // binding's exports object is one per thread even when this file is evaluated
 // more than once (test runners with per-file module registries), so the table
-// lives there.
-const requests = binding.requests || createRequestTable()
+// lives there. Without a prototype, no index setter of Array.prototype can
+// intercept a store.
+const requests = Object.hasOwn(binding, 'requests') ? binding.requests : createRequestTable()
 
 function createRequestTable () {
   const table = []
+  Object.setPrototypeOf(table, null)
   binding.setup(function dispatch (id, events) {
     const request = table[id]
     if (request !== undefined) request.deliver(events)
   }, randomUUID())
-  binding.requests = table
+  Object.defineProperty(binding, 'requests', { value: table })
   return table
 }
 
 function stolenError () {
-  const error = new DOMException("Lock broken by another request with the 'steal' option.", 'AbortError')
-  stolenErrors.add(error)
-  return error
+  return new DOMException("Lock broken by another request with the 'steal' option.", 'AbortError')
 }
 
+// Fields are declared, not assigned, so that a setter someone defines on
+// Object.prototype cannot intercept them; later stores hit own properties.
 class LockRequest {
+  id = -1
+  name
+  options
+  mode
+  callback
+  resolve
+  reject
+  settled = false
+  held = false
+  diagnostics = undefined
+  grant = undefined
+
   constructor (name, options, callback, resolve, reject) {
-    this.id = -1
     this.name = name
     this.options = options
     this.mode = options.mode
     this.callback = callback
-    this.signal = options.signal
     this.resolve = resolve
     this.reject = reject
-    this.settled = false
-    this.held = false
-    this.diagnostics = undefined
     // Chained now, so that the callback runs in the async context of the
-    // request() call whichever thread's release granted the lock.
-    new Promise((resolve) => { this.grant = resolve }).then(run)
+    // request() call whichever thread's release granted the lock. Resolved
+    // with undefined: any object could be made thenable by user code.
+    PromisePrototypeThen(new SafePromise((resolve) => { this.grant = resolve }), () => this.run())
   }
 
   deliver (events) {
@@ -85,24 +110,27 @@ class LockRequest {
     if (events & EV_GRANTED) {
       this.held = true
       this.grant = undefined
-      grant(this)
+      grant()
     } else if (events & EV_UNAVAILABLE) {
       requests[this.id] = undefined
       this.grant = undefined
-      grant(this)
+      grant()
     }
     // After the grant: its callback is queued first, as in the spec.
-    if (events & EV_STOLEN) this.settle(false, stolenError())
+    if (events & EV_STOLEN) this.settle(false, stolenError(), STOLEN)
   }
 
   run () {
-    const signal = this.signal
+    const { signal, signalOps } = this.options
     if (this.held && signal !== undefined) {
       unwatch(signal, this)
-      if (signal.aborted) {
+      if (signalOps.aborted(signal)) {
         // Aborted after the grant was made but before it reached this
-        // thread: the abort steps already rejected the promise.
+        // thread (spec 4.4 step 14.1.1): released without a callback. The
+        // abort steps rejected the promise, unless a replaced
+        // addEventListener kept them from running.
         this.release()
+        this.settle(false, signalOps.reason(signal), ABORTED)
         return
       }
     }
@@ -115,7 +143,7 @@ class LockRequest {
     } catch (error) {
       // As a rejected waiting promise: released in a microtask, after those
       // the callback queued.
-      promiseThen.call(resolved, () => this.finish(false, error))
+      PromisePrototypeThen(resolved, () => this.finish(false, error))
       return
     }
     this.wait(result)
@@ -128,18 +156,18 @@ class LockRequest {
   // new Promise((resolve) => resolve(r)).
   wait (result) {
     if (result === null || (typeof result !== 'object' && typeof result !== 'function')) {
-      promiseThen.call(resolved, () => this.finish(true, result))
+      PromisePrototypeThen(resolved, () => this.finish(true, result))
       return
     }
     let then
     try {
       then = result.then
     } catch (error) {
-      promiseThen.call(resolved, () => this.finish(false, error))
+      PromisePrototypeThen(resolved, () => this.finish(false, error))
       return
     }
     if (typeof then !== 'function') {
-      promiseThen.call(resolved, () => this.finish(true, result))
+      PromisePrototypeThen(resolved, () => this.finish(true, result))
       return
     }
     let called = false
@@ -155,44 +183,50 @@ class LockRequest {
     }
     const adopt = () => {
       try {
-        then.call(result, onFulfilled, onRejected)
+        ReflectApply(then, result, [onFulfilled, onRejected])
       } catch (error) {
         onRejected(error)
       }
     }
     // The spec calls then in a microtask; for the built-in then, calling it
     // now only registers a reaction, which nothing can observe.
-    if (then === promiseThen) adopt()
-    else queueMicrotask(adopt)
+    if (then === nativeThen) adopt()
+    else PromisePrototypeThen(resolved, adopt)
   }
 
   release () {
     this.held = false
     requests[this.id] = undefined
-    return binding.release(this.id)
+    return nativeRelease(this.id)
   }
 
   finish (ok, value) {
-    if (this.held && !this.release()) this.settle(false, stolenError())
-    else this.settle(ok, value)
+    if (this.held && !this.release()) this.settle(false, stolenError(), STOLEN)
+    else this.settle(ok, value, ok ? undefined : FAILED)
   }
 
   // Settles the request() promise; later calls are ignored, as they are by
   // the promise itself.
-  settle (ok, value) {
+  settle (ok, value, ending) {
     if (this.settled) return
     this.settled = true
     if (endChannel.hasSubscribers) {
       const { ifAvailable, steal } = this.options
-      endChannel.publish({ name: this.name, mode: this.mode, ifAvailable, steal, error: ok ? undefined : value })
+      const payload = { name: this.name, mode: this.mode, ifAvailable, steal, error: ok ? undefined : value }
+      WeakMapPrototypeSet(endings, payload, { start: this.diagnostics, ending })
+      endChannel.publish(payload)
     }
     if (ok) this.resolve(value)
     else this.reject(value)
   }
 
+  // The signal's abort steps (spec 4.3): out of the queue if still there,
+  // and the promise rejected with the signal's reason either way.
   abort () {
-    if (binding.abort(this.id)) requests[this.id] = undefined
-    this.settle(false, this.signal.reason)
+    if (this.settled) return
+    if (nativeAbort(this.id)) requests[this.id] = undefined
+    const { signal, signalOps } = this.options
+    this.settle(false, signalOps.reason(signal), ABORTED)
   }
 }
 
@@ -200,32 +234,31 @@ class LockRequest {
 // signal over an ordered set of its waiting requests does the same, in the
 // same order, without piling listeners (and Node's MaxListeners warning) on a
 // signal that many requests share.
-const watched = new WeakMap()
+const watched = new SafeWeakMap()
+
+function abortOne (request) {
+  request.abort()
+}
 
 function watch (signal, request) {
-  let entry = watched.get(signal)
+  let entry = WeakMapPrototypeGet(watched, signal)
   if (entry === undefined) {
-    const requests = new Set()
+    const waiting = new SafeSet()
     const listener = () => {
-      watched.delete(signal)
-      for (const waiting of requests) waiting.abort()
+      WeakMapPrototypeDelete(watched, signal)
+      SetPrototypeForEach(waiting, abortOne)
     }
-    entry = { requests, listener }
-    watched.set(signal, entry)
-    signal.addEventListener('abort', listener, { once: true })
+    entry = { waiting, listening: addAbortListener(signal, listener) }
+    WeakMapPrototypeSet(watched, signal, entry)
   }
-  entry.requests.add(request)
+  SetPrototypeAdd(entry.waiting, request)
 }
 
 function unwatch (signal, request) {
-  const entry = watched.get(signal)
-  if (entry === undefined || !entry.requests.delete(request) || entry.requests.size > 0) return
-  watched.delete(signal)
-  signal.removeEventListener('abort', entry.listener)
-}
-
-function run (request) {
-  return request.run()
+  const entry = WeakMapPrototypeGet(watched, signal)
+  if (entry === undefined || !SetPrototypeDelete(entry.waiting, request) || SetPrototypeGetSize(entry.waiting) > 0) return
+  WeakMapPrototypeDelete(watched, signal)
+  entry.listening[SymbolDispose]()
 }
 
 function toDOMString (value) {
@@ -233,17 +266,29 @@ function toDOMString (value) {
   return typeof value === 'string' ? value : `${value}`
 }
 
-const nodeAbortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get
+// How to read a signal's state: through Node's own getters, or for a DOM
+// environment's AbortSignal (jsdom under a test runner) through that class's
+// getters, taken from its prototype, which also check the brand.
+const NODE_SIGNAL = { aborted: getter(nodeSignalPrototype, 'aborted'), reason: getter(nodeSignalPrototype, 'reason') }
+const foreignSignals = new SafeWeakMap()
 
-function isAbortSignal (value) {
-  if (typeof value !== 'object' || value === null) return false
+function signalOpsOf (value) {
+  if (typeof value !== 'object' || value === null) return undefined
   try {
-    nodeAbortedGetter.call(value)
-    return true
+    NODE_SIGNAL.aborted(value)
+    return NODE_SIGNAL
+  } catch {}
+  try {
+    const prototype = globalThis.AbortSignal.prototype
+    let ops = WeakMapPrototypeGet(foreignSignals, prototype)
+    if (ops === undefined) {
+      ops = { aborted: getter(prototype, 'aborted'), reason: getter(prototype, 'reason') }
+      WeakMapPrototypeSet(foreignSignals, prototype, ops)
+    }
+    ops.aborted(value)
+    return ops
   } catch {
-    // A DOM environment's own AbortSignal (jsdom under a test runner).
-    const Signal = globalThis.AbortSignal
-    return typeof Signal === 'function' && value instanceof Signal
+    return undefined
   }
 }
 
@@ -251,86 +296,111 @@ function isAbortSignal (value) {
 function toLockOptions (value) {
   if (value === undefined || value === null) return DEFAULT_OPTIONS
   if (typeof value !== 'object' && typeof value !== 'function') {
-    throw new TypeError("Failed to execute 'request' on 'LockManager': The provided value is not of type 'LockOptions'.")
+    throw new SafeTypeError("Failed to execute 'request' on 'LockManager': The provided value is not of type 'LockOptions'.")
   }
-  const ifAvailable = Boolean(value.ifAvailable)
+  const ifAvailable = !!value.ifAvailable
   const modeValue = value.mode
   const mode = modeValue === undefined ? 'exclusive' : toDOMString(modeValue)
   if (mode !== 'exclusive' && mode !== 'shared') {
-    throw new TypeError(`Failed to execute 'request' on 'LockManager': The provided value '${mode}' is not a valid enum value of type LockMode.`)
+    throw new SafeTypeError(`Failed to execute 'request' on 'LockManager': The provided value '${mode}' is not a valid enum value of type LockMode.`)
   }
   const signal = value.signal
-  if (signal !== undefined && !isAbortSignal(signal)) {
-    throw new TypeError("Failed to execute 'request' on 'LockManager': member signal is not of type 'AbortSignal'.")
+  const signalOps = signal === undefined ? undefined : signalOpsOf(signal)
+  if (signal !== undefined && signalOps === undefined) {
+    throw new SafeTypeError("Failed to execute 'request' on 'LockManager': member signal is not of type 'AbortSignal'.")
   }
-  const steal = Boolean(value.steal)
-  return { ifAvailable, mode, signal, steal }
+  const steal = !!value.steal
+  return { ifAvailable, mode, signal, signalOps, steal }
 }
 
 function notSupported (message) {
   return new DOMException(`Failed to execute 'request' on 'LockManager': ${message}`, 'NotSupportedError')
 }
 
+// Request a lock (spec 4.1). The native request is the commit point: what
+// can fail (including a RangeError near the stack limit) comes before it and
+// leaves nothing in the manager; after it, only plain stores, which cannot.
 function requestLock (name, options, callback) {
-  const { ifAvailable, mode, signal, steal } = options
-  if (name.charCodeAt(0) === 0x2d) throw notSupported("Names starting with '-' are reserved.")
+  const { ifAvailable, mode, signal, signalOps, steal } = options
+  if (name.length > 0 && name[0] === '-') throw notSupported("Names starting with '-' are reserved.")
   if (steal && ifAvailable) throw notSupported("The 'steal' and 'ifAvailable' options cannot be used together.")
   if (steal && mode !== 'exclusive') throw notSupported("The 'steal' option may only be used with 'exclusive' locks.")
   if (signal !== undefined && (steal || ifAvailable)) {
     throw notSupported(`The 'signal' and '${steal ? 'steal' : 'ifAvailable'}' options cannot be used together.`)
   }
-  if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason)
+  if (signal !== undefined && signalOps.aborted(signal)) return PromiseReject(signalOps.reason(signal))
 
   let resolve, reject
-  const promise = new Promise((res, rej) => { resolve = res; reject = rej })
+  const promise = new SafePromise((res, rej) => { resolve = res; reject = rej })
   const request = new LockRequest(name, options, callback, resolve, reject)
-  const result = binding.request(name, mode === 'shared' ? SHARED : EXCLUSIVE,
-    (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
-  request.id = result >>> 1
-  requests[request.id] = request
-  if (startChannel.hasSubscribers) {
-    request.diagnostics = { name, mode }
-    if ((result & 1) === 0) queuedPayloads.add(request.diagnostics)
-    startChannel.publish(request.diagnostics)
+  // The abort steps are in place before anything user-visible runs (a start
+  // subscriber may abort the signal).
+  if (signal !== undefined) {
+    watch(signal, request)
+    if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
   }
-  if (signal !== undefined) watch(signal, request)
+  let result
+  try {
+    result = nativeRequest(name, mode === 'shared' ? SHARED : EXCLUSIVE,
+      (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
+  } catch (error) {
+    request.settled = true // never made: its abort steps must do nothing
+    if (signal !== undefined) unwatch(signal, request)
+    throw error
+  }
+  const id = result >>> 1
+  request.id = id
+  requests[id] = request
+  try {
+    if (startChannel.hasSubscribers) publishStart(request, (result & 1) === 0)
+  } catch {
+    // Only a RangeError near the stack limit lands here (Node reports a
+    // subscriber's own errors itself); the request stands without its event.
+  }
   return promise
+}
+
+function publishStart (request, queued) {
+  const payload = { name: request.name, mode: request.mode }
+  request.diagnostics = payload
+  if (queued) WeakMapPrototypeSet(queuedStarts, payload, true)
+  startChannel.publish(payload)
 }
 
 class LockManager {
   #brand = true
 
   constructor (token) {
-    if (token !== kToken) throw new TypeError('Illegal constructor')
+    if (token !== kToken) throw new SafeTypeError('Illegal constructor')
   }
 
   // request(name, callback) or request(name, options, callback). Every
   // failure is a rejected promise, as for any promise-returning WebIDL method.
   request (name, optionsOrCallback) {
     try {
-      if (!(this !== null && typeof this === 'object' && #brand in this)) throw new TypeError('Illegal invocation')
+      if (!(this !== null && typeof this === 'object' && #brand in this)) throw new SafeTypeError('Illegal invocation')
       const argc = arguments.length
       if (argc < 2) {
-        throw new TypeError(`Failed to execute 'request' on 'LockManager': 2 arguments required, but only ${argc} present.`)
+        throw new SafeTypeError(`Failed to execute 'request' on 'LockManager': 2 arguments required, but only ${argc} present.`)
       }
       name = toDOMString(name)
       const options = argc === 2 ? DEFAULT_OPTIONS : toLockOptions(optionsOrCallback)
       const callback = argc === 2 ? optionsOrCallback : arguments[2]
       if (typeof callback !== 'function') {
-        throw new TypeError(`Failed to execute 'request' on 'LockManager': parameter ${argc === 2 ? 2 : 3} is not of type 'Function'.`)
+        throw new SafeTypeError(`Failed to execute 'request' on 'LockManager': parameter ${argc === 2 ? 2 : 3} is not of type 'Function'.`)
       }
       return requestLock(name, options, callback)
     } catch (error) {
-      return Promise.reject(error)
+      return PromiseReject(error)
     }
   }
 
   query () {
     try {
-      if (!(this !== null && typeof this === 'object' && #brand in this)) throw new TypeError('Illegal invocation')
-      return Promise.resolve(binding.query())
+      if (!(this !== null && typeof this === 'object' && #brand in this)) throw new SafeTypeError('Illegal invocation')
+      return PromiseResolve(nativeQuery())
     } catch (error) {
-      return Promise.reject(error)
+      return PromiseReject(error)
     }
   }
 }
@@ -340,7 +410,7 @@ class Lock {
   #mode
 
   constructor (token, name, mode) {
-    if (token !== kToken) throw new TypeError('Illegal constructor')
+    if (token !== kToken) throw new SafeTypeError('Illegal constructor')
     this.#name = name
     this.#mode = mode
   }

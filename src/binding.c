@@ -434,18 +434,22 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* Entries of one name share one JS string (names[i], made on first use):
+ * a long name held or awaited many times is copied once. */
 static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
-                             napi_value modes[2]) {
+                             napi_value modes[2], napi_value *names) {
   napi_value array, entry, value;
   size_t i;
 
   WLB_CALL(env, napi_create_array_with_length(env, n, &array));
   for (i = 0; i < n; i++) {
     const wl_info_t *info = &infos[i];
+    napi_value *name = &names[info->name_index];
+    if (*name == NULL)
+      WLB_CALL(env, napi_create_string_utf16(env, (const char16_t *)info->name,
+                                             info->name_len, name));
     WLB_CALL(env, napi_create_object(env, &entry));
-    WLB_CALL(env, napi_create_string_utf16(env, (const char16_t *)info->name,
-                                           info->name_len, &value));
-    WLB_CALL(env, napi_set_named_property(env, entry, "name", value));
+    WLB_CALL(env, napi_set_named_property(env, entry, "name", *name));
     WLB_CALL(env, napi_set_named_property(env, entry, "mode",
                                           modes[info->mode]));
     WLB_CALL(env, napi_create_string_latin1(env, info->client_id,
@@ -458,23 +462,31 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
 
 /* query() -> { held, pending }: the snapshot of the whole process. */
 static napi_value wlb_query(napi_env env, napi_callback_info info) {
-  napi_value result = NULL, held, pending, modes[2];
+  napi_value result = NULL, held, pending, modes[2], *names;
   wl_snapshot_t snap;
 
   if (wl_snapshot(&snap) != 0)
     return wlb__throw_code(env, WL_ENOMEM);
+  names = calloc(snap.nnames + 1, sizeof(*names));
+  if (names == NULL) {
+    wl_snapshot_free(&snap);
+    return wlb__throw_code(env, WL_ENOMEM);
+  }
   if (napi_create_string_latin1(env, "exclusive", NAPI_AUTO_LENGTH,
                                 &modes[WL_EXCLUSIVE]) == napi_ok &&
       napi_create_string_latin1(env, "shared", NAPI_AUTO_LENGTH,
                                 &modes[WL_SHARED]) == napi_ok &&
-      (held = wlb__infos(env, snap.held, snap.nheld, modes)) != NULL &&
-      (pending = wlb__infos(env, snap.pending, snap.npending, modes)) != NULL &&
+      (held = wlb__infos(env, snap.held, snap.nheld, modes, names)) != NULL &&
+      (pending = wlb__infos(env, snap.pending, snap.npending, modes, names)) !=
+          NULL &&
       napi_create_object(env, &result) == napi_ok &&
       napi_set_named_property(env, result, "held", held) == napi_ok &&
       napi_set_named_property(env, result, "pending", pending) == napi_ok) {
+    free(names);
     wl_snapshot_free(&snap);
     return result;
   }
+  free(names);
   wl_snapshot_free(&snap);
   wlb__throw_last(env);
   return NULL;
@@ -495,14 +507,16 @@ static napi_value wlb__define(napi_env env, napi_value exports) {
 }
 
 NAPI_MODULE_INIT() {
-  wlb_thread_t *t = wlb__thread(env);
+  wlb_thread_t *t = wlb__self;
   napi_value resource, resource_name, existing;
   uv_loop_t *loop;
 
-  /* One agent per thread even if the addon is loaded twice (e.g. by test
-   * runners with per-file module registries). */
+  /* One agent per thread however often the addon is loaded: a test runner's
+   * fresh module registry loads it again in the same thread, and each load
+   * gets a new napi_env (so instance data cannot find the first). Every load
+   * gets the first load's exports, whose functions run in the first env. */
   if (t != NULL) {
-    WLB_CALL(env, napi_get_reference_value(env, t->exports, &existing));
+    WLB_CALL(env, napi_get_reference_value(t->env, t->exports, &existing));
     return existing;
   }
   if (wlb__define(env, exports) == NULL)

@@ -313,11 +313,11 @@ class Participant {
   // What this thread has in lib/ and what it thinks it has.
   report() {
     // lib/'s table of this thread's requests by native id (an array with
-    // holes, or a Map).
+    // holes and no prototype, or a Map).
     const lib = this.inst.libRequests();
     const ids = [];
     if (lib instanceof Map) ids.push(...lib.keys());
-    else if (lib) lib.forEach((v, id) => { if (v !== undefined) ids.push(id); });
+    else if (lib) Array.prototype.forEach.call(lib, (v, id) => { if (v !== undefined) ids.push(id); });
     const logical = [];
     for (const id of ids) {
       const r = this.inst.logicalOf.get(id);

@@ -1,0 +1,63 @@
+'use strict'
+
+// The builtins lib/ relies on, taken once when the package loads, so that
+// code that replaces a global or a prototype method afterwards (or pollutes
+// Object.prototype) cannot reach into a request in flight. DOMException and
+// AbortSignal are taken from Node's own modules, not from the globals, which
+// a DOM environment (jsdom under jest) may have replaced before we load.
+
+const { atob } = require('buffer')
+const { addAbortListener } = require('events')
+const { performance } = require('perf_hooks')
+const { transferableAbortController } = require('util')
+
+const { apply: ReflectApply, getOwnPropertyDescriptor, getPrototypeOf } = Reflect
+// uncurryThis(f)(self, ...args) is f.call(self, ...args), with nothing
+// looked up at call time.
+const uncurryThis = Function.prototype.bind.bind(Function.prototype.call)
+
+function getter (prototype, name) {
+  return uncurryThis(getOwnPropertyDescriptor(prototype, name).get)
+}
+
+function nodeDOMException () {
+  try {
+    atob('~')
+  } catch (error) {
+    return getPrototypeOf(error).constructor
+  }
+}
+
+const nodeSignalPrototype = getPrototypeOf(transferableAbortController().signal)
+
+module.exports = {
+  ReflectApply,
+  uncurryThis,
+  getter,
+  SafePromise: Promise,
+  nativeThen: Promise.prototype.then,
+  PromisePrototypeThen: uncurryThis(Promise.prototype.then),
+  PromiseResolve: Promise.resolve.bind(Promise),
+  PromiseReject: Promise.reject.bind(Promise),
+  SafeMap: Map,
+  MapPrototypeGet: uncurryThis(Map.prototype.get),
+  MapPrototypeSet: uncurryThis(Map.prototype.set),
+  MapPrototypeForEach: uncurryThis(Map.prototype.forEach),
+  SafeSet: Set,
+  SetPrototypeAdd: uncurryThis(Set.prototype.add),
+  SetPrototypeDelete: uncurryThis(Set.prototype.delete),
+  SetPrototypeForEach: uncurryThis(Set.prototype.forEach),
+  SetPrototypeGetSize: getter(Set.prototype, 'size'),
+  SafeWeakMap: WeakMap,
+  WeakMapPrototypeGet: uncurryThis(WeakMap.prototype.get),
+  WeakMapPrototypeSet: uncurryThis(WeakMap.prototype.set),
+  WeakMapPrototypeDelete: uncurryThis(WeakMap.prototype.delete),
+  SymbolDispose: Symbol.dispose,
+  DOMException: nodeDOMException(),
+  SafeTypeError: TypeError,
+  nodeSignalPrototype,
+  // Listens once to a signal's abort event in a way that another listener's
+  // stopImmediatePropagation() cannot cancel; returns a disposable.
+  addAbortListener,
+  performanceNow: ReflectApply.bind(undefined, performance.now, performance, [])
+}
