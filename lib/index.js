@@ -85,24 +85,18 @@ class LockRequest {
   options
   mode
   callback
-  resolve
-  reject
+  resolve = undefined
+  reject = undefined
   settled = false
   held = false
   diagnostics = undefined
   grant = undefined
 
-  constructor (name, options, callback, resolve, reject) {
+  constructor (name, options, callback) {
     this.name = name
     this.options = options
     this.mode = options.mode
     this.callback = callback
-    this.resolve = resolve
-    this.reject = reject
-    // Chained now, so that the callback runs in the async context of the
-    // request() call whichever thread's release granted the lock. Resolved
-    // with undefined: any object could be made thenable by user code.
-    PromisePrototypeThen(new SafePromise((resolve) => { this.grant = resolve }), () => this.run())
   }
 
   deliver (events) {
@@ -330,17 +324,28 @@ function requestLock (name, options, callback) {
   }
   if (signal !== undefined && signalOps.aborted(signal)) return PromiseReject(signalOps.reason(signal))
 
-  let resolve, reject
-  const promise = new SafePromise((res, rej) => { resolve = res; reject = rej })
-  const request = new LockRequest(name, options, callback, resolve, reject)
-  // The abort steps are in place before anything user-visible runs (a start
-  // subscriber may abort the signal).
-  if (signal !== undefined) {
-    watch(signal, request)
-    if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
-  }
+  const request = new LockRequest(name, options, callback)
+  // Chained now, so that the callback runs in the async context of the
+  // request() call whichever thread's release granted the lock. Resolved
+  // with undefined: any object could be made thenable by user code.
+  const granted = new SafePromise((resolve) => { request.grant = resolve })
+  // An executor that cannot run (at the stack limit) leaves its promise
+  // rejected with the RangeError: that promise is then the caller's.
+  if (request.grant === undefined) return granted
+  PromisePrototypeThen(granted, () => request.run())
+  const promise = new SafePromise((resolve, reject) => {
+    request.resolve = resolve
+    request.reject = reject
+  })
+  if (request.reject === undefined) return promise
   let result
   try {
+    // The abort steps are in place before anything user-visible runs (a
+    // start subscriber may abort the signal).
+    if (signal !== undefined) {
+      watch(signal, request)
+      if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
+    }
     result = nativeRequest(name, mode === 'shared' ? SHARED : EXCLUSIVE,
       (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
   } catch (error) {

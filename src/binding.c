@@ -31,6 +31,10 @@
     }                                                                          \
   } while (0)
 
+/* Dictionary members as the spec's conversion makes them: own data
+ * properties, defined, so that no setter on Object.prototype intercepts. */
+#define WLB_DATA (napi_writable | napi_enumerable | napi_configurable)
+
 #define WLB_NAME_STACK 256
 #define WLB_DRAIN_BUDGET 1024
 
@@ -356,17 +360,58 @@ fail:
   return 1;
 }
 
+/* Makes a request's two possible results (queued, granted at once) before
+ * the request, so that nothing can fail once the core has it. */
+static int wlb__results(napi_env env, uint32_t id, napi_value out[2]) {
+  return napi_create_uint32(env, id * 2, &out[0]) != napi_ok ||
+         napi_create_uint32(env, id * 2 + 1, &out[1]) != napi_ok;
+}
+
+/* Allocates r with its slot and results, and makes the request. Returns
+ * WL_GRANTED_AT_ONCE or 0 with *out set, or an error code with nothing left
+ * behind (1: a Node-API failure, with its exception pending). */
+static int wlb__make(napi_env env, wlb_thread_t *t, const char16_t *name,
+                     size_t len, uint32_t mode, uint32_t flags,
+                     napi_value *out) {
+  napi_value results[2];
+  wlb_req_t *r = malloc(sizeof(*r));
+  int rc;
+
+  if (r == NULL)
+    return WL_ENOMEM;
+  r->waiting = 0;
+  if ((rc = wlb__slot_alloc(t, r)) != 0) {
+    free(r);
+    return rc;
+  }
+  if (wlb__results(env, r->id, results) != 0) {
+    wlb__free(t, r);
+    return 1;
+  }
+  rc = wl_request(&t->agent, &r->req, (const uint16_t *)name, len,
+                  (wl_mode_t)mode, flags);
+  if (rc < 0) {
+    wlb__free(t, r);
+    return rc;
+  }
+  r->waiting = 1;
+  if (t->waiting++ == 0)
+    uv_ref((uv_handle_t *)&t->async);
+  *out = results[rc == WL_GRANTED_AT_ONCE];
+  return 0;
+}
+
 /* request(name, mode, flags) -> id * 2 + 1 if the lock was free, id * 2 if
  * the request waits (or misses). Validation is lib/'s; this only refuses what
- * would corrupt the manager. */
+ * would corrupt the manager. Either the request is made and its id returned,
+ * or it throws and the core never saw it. */
 static napi_value wlb_request(napi_env env, napi_callback_info info) {
-  napi_value argv[3], result;
+  napi_value argv[3], result = NULL;
   wlb_thread_t *t;
   uint32_t mode, flags;
   size_t len;
   char16_t stack[WLB_NAME_STACK];
   char16_t *name;
-  wlb_req_t *r;
   int rc;
 
   if (wlb__args(env, info, 3, argv, &t) != 0)
@@ -379,25 +424,13 @@ static napi_value wlb_request(napi_env env, napi_callback_info info) {
   WLB_CALL(env, napi_get_value_uint32(env, argv[2], &flags));
   if (wlb__get_name(env, argv[0], stack, &name, &len) != 0)
     return NULL;
-  r = malloc(sizeof(*r));
-  if (r == NULL) {
-    rc = WL_ENOMEM;
-  } else if ((rc = wlb__slot_alloc(t, r)) != 0) {
-    free(r);
-  } else if ((rc = wl_request(&t->agent, &r->req, (const uint16_t *)name, len,
-                              (wl_mode_t)mode, flags)) < 0) {
-    r->waiting = 0;
-    wlb__free(t, r);
-  }
+  rc = wlb__make(env, t, name, len, mode, flags, &result);
   if (name != stack)
     free(name);
-  if (rc < 0)
-    return wlb__throw_code(env, rc);
-  r->waiting = 1;
-  if (t->waiting++ == 0)
-    uv_ref((uv_handle_t *)&t->async);
-  WLB_CALL(env, napi_create_double(
-                    env, (double)r->id * 2 + (rc == WL_GRANTED_AT_ONCE), &result));
+  if (rc == 1)
+    wlb__throw_last(env);
+  else if (rc < 0)
+    wlb__throw_code(env, rc);
   return result;
 }
 
@@ -448,13 +481,17 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
     if (*name == NULL)
       WLB_CALL(env, napi_create_string_utf16(env, (const char16_t *)info->name,
                                              info->name_len, name));
-    WLB_CALL(env, napi_create_object(env, &entry));
-    WLB_CALL(env, napi_set_named_property(env, entry, "name", *name));
-    WLB_CALL(env, napi_set_named_property(env, entry, "mode",
-                                          modes[info->mode]));
     WLB_CALL(env, napi_create_string_latin1(env, info->client_id,
                                             info->client_id_len, &value));
-    WLB_CALL(env, napi_set_named_property(env, entry, "clientId", value));
+    {
+      napi_property_descriptor props[] = {
+          {"name", NULL, NULL, NULL, NULL, *name, WLB_DATA, NULL},
+          {"mode", NULL, NULL, NULL, NULL, modes[info->mode], WLB_DATA, NULL},
+          {"clientId", NULL, NULL, NULL, NULL, value, WLB_DATA, NULL},
+      };
+      WLB_CALL(env, napi_create_object(env, &entry));
+      WLB_CALL(env, napi_define_properties(env, entry, 3, props));
+    }
     WLB_CALL(env, napi_set_element(env, array, (uint32_t)i, entry));
   }
   return array;
@@ -480,8 +517,12 @@ static napi_value wlb_query(napi_env env, napi_callback_info info) {
       (pending = wlb__infos(env, snap.pending, snap.npending, modes, names)) !=
           NULL &&
       napi_create_object(env, &result) == napi_ok &&
-      napi_set_named_property(env, result, "held", held) == napi_ok &&
-      napi_set_named_property(env, result, "pending", pending) == napi_ok) {
+      napi_define_properties(
+          env, result, 2,
+          (napi_property_descriptor[]){
+              {"held", NULL, NULL, NULL, NULL, held, WLB_DATA, NULL},
+              {"pending", NULL, NULL, NULL, NULL, pending, WLB_DATA, NULL},
+          }) == napi_ok) {
     free(names);
     wl_snapshot_free(&snap);
     return result;
