@@ -45,7 +45,11 @@ export declare class LockManager {
 /** This thread's LockManager. */
 export declare const locks: LockManager
 
-/** Contention figures for one lock name, counted on this thread. */
+/**
+ * Contention figures for one lock name, counted on this thread for the
+ * requests made while the monitor runs (a request made before it started is
+ * not counted, whatever happens to it later).
+ */
 export interface ContentionFigures {
   /** Requests made. */
   requests: number
@@ -61,9 +65,9 @@ export interface ContentionFigures {
   missed: number
   /** Requests whose lock was stolen. */
   stolen: number
-  /** Requests aborted (by their signal) before they were granted. */
+  /** Requests aborted by their signal before their callback ran. */
   aborted: number
-  /** Requests whose callback threw or rejected. */
+  /** Requests whose callback threw or rejected (whatever the error, even an AbortError). */
   failed: number
 }
 
