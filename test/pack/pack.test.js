@@ -29,7 +29,7 @@ function run(command, args, options = {}) {
 
 function check(r, what) {
   const hint = /ENOTCACHED/.test(r.stderr)
-    ? '\n(npm --offline needs node-gyp-build in the npm cache: run npm ci or npm install in the repository first)'
+    ? '\n(npm --offline needs node-gyp-build in the npm cache, with its registry metadata: see before())'
     : '';
   assert.equal(r.status, 0, `${what} failed (${r.status}):\n${r.stdout}\n${r.stderr}${hint}`);
   return r;
@@ -145,6 +145,15 @@ describe('the packed package', function () {
     const report = JSON.parse(packed.stdout.slice(packed.stdout.search(/^\[$/m)))[0];
     tarball = path.join(tmp, report.filename);
     files = report.files.map((f) => f.path);
+
+    // The offline installs resolve the package's dependency from npm's
+    // cache, which `npm ci` fills with its tarball but not with the registry
+    // metadata a range needs: fetch both now, while the registry is there.
+    const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+    for (const dep of Object.keys(require(path.join(ROOT, 'package.json')).dependencies)) {
+      const { version } = lock.packages[`node_modules/${dep}`];
+      check(run(process.execPath, [NPM_CLI, 'cache', 'add', `${dep}@${version}`], { cwd: ROOT }), `npm cache add ${dep}@${version}`);
+    }
 
     const bin = path.join(tmp, 'bin');
     fs.mkdirSync(bin);
