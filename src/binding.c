@@ -36,6 +36,9 @@
 #define WLB_DATA (napi_writable | napi_enumerable | napi_configurable)
 
 #define WLB_NAME_STACK 256
+
+#define wlb__container_of(ptr, type, member)                                   \
+  ((type *)((char *)(ptr) - offsetof(type, member)))
 #define WLB_DRAIN_BUDGET 1024
 
 typedef struct {
@@ -192,7 +195,7 @@ static void wlb__drain(wlb_thread_t *t) {
   unsigned events;
 
   while ((req = wl_agent_next(&t->agent, &events)) != NULL) {
-    wlb_req_t *r = wl__container_of(req, wlb_req_t, req);
+    wlb_req_t *r = wlb__container_of(req, wlb_req_t, req);
     if (events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE))
       wlb__unwait(t, r);
     /* An unavailable request is done with the core; free it after the call,
@@ -208,11 +211,11 @@ static void wlb__drain(wlb_thread_t *t) {
 }
 
 static void wlb__on_async(uv_async_t *async) {
-  wlb__drain(wl__container_of(async, wlb_thread_t, async));
+  wlb__drain(wlb__container_of(async, wlb_thread_t, async));
 }
 
 static void wlb__on_check(uv_check_t *check) {
-  wlb_thread_t *t = wl__container_of(check, wlb_thread_t, check);
+  wlb_thread_t *t = wlb__container_of(check, wlb_thread_t, check);
 
   uv_check_stop(&t->check);
   uv_idle_stop(&t->idle);
@@ -298,6 +301,14 @@ static wlb_req_t *wlb__req_arg(napi_env env, wlb_thread_t *t, napi_value v) {
   return r;
 }
 
+static napi_value wlb__throw_code(napi_env env, int rc) {
+  if (rc == WL_EINVAL)
+    napi_throw_type_error(env, "EINVAL", "web-locks: invalid request");
+  else
+    napi_throw_range_error(env, "ENOMEM", "web-locks: out of memory");
+  return NULL;
+}
+
 /* setup(dispatch, clientId): called once per thread by lib/. */
 static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   napi_value argv[2];
@@ -305,6 +316,7 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   napi_valuetype type;
   char client_id[WL_CLIENT_ID_MAX + 1];
   size_t len;
+  int rc;
 
   if (wlb__args(env, info, 2, argv, &t) != 0)
     return NULL;
@@ -315,22 +327,16 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   }
   WLB_CALL(env, napi_get_value_string_latin1(env, argv[1], client_id,
                                              sizeof(client_id), &len));
-  if (wl_agent_init(&t->agent, client_id, len, wlb__notify) != 0) {
-    napi_throw_type_error(env, NULL, "web-locks: bad client id");
-    return NULL;
-  }
+  if (wl_local() == NULL)
+    return wlb__throw_code(env, WL_ENOMEM);
+  rc = wl_agent_init(wl_local(), &t->agent, client_id, len, wlb__notify);
+  if (rc != 0)
+    return wlb__throw_code(env, rc);
   t->agent.data = t;
   WLB_CALL(env, napi_create_reference(env, argv[0], 1, &t->dispatch));
   return argv[0];
 }
 
-static napi_value wlb__throw_code(napi_env env, int rc) {
-  if (rc == WL_EINVAL)
-    napi_throw_type_error(env, "EINVAL", "web-locks: invalid request");
-  else
-    napi_throw_range_error(env, "ENOMEM", "web-locks: out of memory");
-  return NULL;
-}
 
 /* Reads a JS string as UTF-16 into `stack` when it fits, else into a new
  * buffer (*name != stack: the caller frees it). Returns 0, or 1 with an
@@ -502,7 +508,7 @@ static napi_value wlb_query(napi_env env, napi_callback_info info) {
   napi_value result = NULL, held, pending, modes[2], *names;
   wl_snapshot_t snap;
 
-  if (wl_snapshot(&snap) != 0)
+  if (wl_snapshot(wl_local(), &snap) != 0)
     return wlb__throw_code(env, WL_ENOMEM);
   names = calloc(snap.nnames + 1, sizeof(*names));
   if (names == NULL) {

@@ -1,36 +1,40 @@
 /* The lock manager: sections 2 and 4 of the W3C Web Locks spec. The spec's
- * "lock task queue" is this file's mutex: every algorithm runs entirely
- * under it, so each one is atomic with respect to every thread. */
+ * "lock task queue" is the manager's mutex: every algorithm runs entirely
+ * under it, so each one is atomic with respect to every thread. The state is
+ * in the manager's region, reached by offsets (`n` for a name's record, `r`
+ * for a request's, `a` for an agent's). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "wl-internal.h"
 
-static struct {
-  wl__mutex_t mutex;
-  wl__names_t names;
-} wl__m = {WL__MUTEX_INIT, {NULL, 0, 0, {&wl__m.names.order, &wl__m.names.order}}};
-
-static void wl__unlink(wl__link_t *link) {
-  link->prev = NULL;
-  link->next = NULL;
-}
+#define B(m) ((m)->base)
+#define NAME(m, off) ((wl__name_t *)WL__REC(m, off))
+#define REQ(m, off) ((wl__req_t *)WL__REC(m, off))
+#define AGENT(m, off) ((wl__agent_t *)WL__REC(m, off))
+/* The offset of a record's member list or link. */
+#define AT(off, type, member) ((off) + offsetof(type, member))
+#define REQ_OF(link, member) wl__record_of(link, wl__req_t, member)
 
 /* Queues an event for the request's agent and wakes the agent when its
  * mailbox was empty, so a burst of events costs one wake-up. */
-static void wl__mail(wl_request_t *req, unsigned ev) {
-  wl_agent_t *agent = req->agent;
+static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
+  wl__req_t *req = REQ(m, r);
+  wl__agent_t *agent = AGENT(m, req->agent);
+  wl_off_t mail = AT(req->agent, wl__agent_t, mail);
   int was_empty;
 
   if (agent->closing)
     return;
   req->events |= ev;
-  if (wl__linked(&req->mlink))
+  if (wl__linked(B(m), AT(r, wl__req_t, mlink)))
     return;
-  was_empty = wl__list_empty(&agent->mail);
-  wl__list_append(&agent->mail, &req->mlink);
-  if (was_empty)
-    agent->notify(agent);
+  was_empty = wl__list_empty(B(m), mail);
+  wl__list_append(B(m), mail, AT(r, wl__req_t, mlink));
+  if (was_empty) {
+    wl_agent_t *handle = (wl_agent_t *)(uintptr_t)agent->handle;
+    handle->notify(handle);
+  }
 }
 
 /* The spec's "grantable" minus its first-in-queue test, which callers make
@@ -39,205 +43,290 @@ static int wl__compatible(const wl__name_t *n, unsigned mode) {
   return mode == WL_EXCLUSIVE ? n->nheld == 0 : n->nexclusive == 0;
 }
 
-static void wl__hold(wl__name_t *n, wl_request_t *req) {
+static void wl__hold(wl_manager_t *m, wl_off_t n, wl_off_t r) {
+  wl__name_t *name = NAME(m, n);
+  wl__req_t *req = REQ(m, r);
+
   req->state = WL__HELD;
-  wl__list_remove(&req->alink);
-  wl__list_append(&req->agent->held, &req->alink);
-  wl__list_append(&n->held, &req->qlink);
-  n->nheld++;
+  wl__list_remove(B(m), AT(r, wl__req_t, alink));
+  wl__list_append(B(m), AT(req->agent, wl__agent_t, held),
+                  AT(r, wl__req_t, alink));
+  wl__list_append(B(m), AT(n, wl__name_t, held), AT(r, wl__req_t, qlink));
+  name->nheld++;
   if (req->mode == WL_EXCLUSIVE)
-    n->nexclusive++;
+    name->nexclusive++;
 }
 
-static void wl__unhold(wl__name_t *n, wl_request_t *req) {
-  wl__list_remove(&req->qlink);
-  n->nheld--;
+static void wl__unhold(wl_manager_t *m, wl_off_t n, wl_off_t r) {
+  wl__name_t *name = NAME(m, n);
+  wl__req_t *req = REQ(m, r);
+
+  wl__list_remove(B(m), AT(r, wl__req_t, qlink));
+  name->nheld--;
   if (req->mode == WL_EXCLUSIVE)
-    n->nexclusive--;
+    name->nexclusive--;
   req->state = WL__IDLE;
 }
 
 /* Process the lock request queue (4.4): grant from the head while the head
  * is grantable. */
-static void wl__process(wl__name_t *n) {
-  while (!wl__list_empty(&n->queue)) {
-    wl_request_t *req = wl__container_of(n->queue.next, wl_request_t, qlink);
-    if (!wl__compatible(n, req->mode))
+static void wl__process(wl_manager_t *m, wl_off_t n) {
+  wl_off_t queue = AT(n, wl__name_t, queue);
+
+  while (!wl__list_empty(B(m), queue)) {
+    wl_off_t r = REQ_OF(WL__LINK(B(m), queue)->next, qlink);
+    if (!wl__compatible(NAME(m, n), REQ(m, r)->mode))
       return;
-    wl__list_remove(&req->qlink);
-    wl__hold(n, req);
-    wl__mail(req, WL_EV_GRANTED);
+    wl__list_remove(B(m), AT(r, wl__req_t, qlink));
+    wl__hold(m, n, r);
+    wl__mail(m, r, WL_EV_GRANTED);
   }
 }
 
 /* The spec's queue map never shrinks; ours drops a name with no queue and
  * no holders, which no algorithm can tell apart. */
-static void wl__maybe_drop(wl__name_t *n) {
-  if (wl__list_empty(&n->queue) && n->nheld == 0)
-    wl__names_remove(&wl__m.names, n);
+static void wl__maybe_drop(wl_manager_t *m, wl_off_t n) {
+  if (wl__list_empty(B(m), AT(n, wl__name_t, queue)) && NAME(m, n)->nheld == 0)
+    wl__names_remove(m, n);
 }
 
-static void wl__steal(wl__name_t *n) {
-  while (!wl__list_empty(&n->held)) {
-    wl_request_t *h = wl__container_of(n->held.next, wl_request_t, qlink);
-    wl__unhold(n, h);
-    wl__list_remove(&h->alink);
-    wl__mail(h, WL_EV_STOLEN);
+static void wl__steal(wl_manager_t *m, wl_off_t n) {
+  wl_off_t held = AT(n, wl__name_t, held);
+
+  while (!wl__list_empty(B(m), held)) {
+    wl_off_t h = REQ_OF(WL__LINK(B(m), held)->next, qlink);
+    wl__unhold(m, n, h);
+    wl__list_remove(B(m), AT(h, wl__req_t, alink));
+    wl__list_append(B(m), AT(REQ(m, h)->agent, wl__agent_t, stolen),
+                    AT(h, wl__req_t, alink));
+    wl__mail(m, h, WL_EV_STOLEN);
   }
 }
 
-int wl_agent_init(wl_agent_t *agent, const char *client_id,
+int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
                   size_t client_id_len, wl_notify_cb notify) {
+  wl__agent_t *a;
+  wl_off_t off;
+
   if (client_id_len > WL_CLIENT_ID_MAX || notify == NULL)
     return WL_EINVAL;
-  agent->notify = notify;
-  wl__list_init(&agent->queued);
-  wl__list_init(&agent->held);
-  wl__list_init(&agent->mail);
-  agent->closing = 0;
-  agent->client_id_len = client_id_len;
-  if (client_id_len > 0)
-    memcpy(agent->client_id, client_id, client_id_len);
-  return 0;
-}
-
-static void wl__drop_mail(wl__link_t *mail) {
-  while (!wl__list_empty(mail)) {
-    wl_request_t *req = wl__container_of(mail->next, wl_request_t, mlink);
-    wl__list_remove(&req->mlink);
-    req->events = 0;
+  pthread_mutex_lock(&m->mutex);
+  off = wl__alloc(m, WL__AGENT, sizeof(*a));
+  if (off != 0) {
+    a = AGENT(m, off);
+    memset(a, 0, sizeof(*a));
+    wl__list_init(B(m), AT(off, wl__agent_t, queued));
+    wl__list_init(B(m), AT(off, wl__agent_t, held));
+    wl__list_init(B(m), AT(off, wl__agent_t, stolen));
+    wl__list_init(B(m), AT(off, wl__agent_t, mail));
+    a->handle = (uint64_t)(uintptr_t)agent;
+    a->client_id_len = (uint32_t)client_id_len;
+    if (client_id_len > 0)
+      memcpy(a->client_id, client_id, client_id_len);
   }
+  pthread_mutex_unlock(&m->mutex);
+  if (off == 0)
+    return WL_ENOMEM;
+  agent->m = m;
+  agent->notify = notify;
+  agent->off = off;
+  return 0;
 }
 
 /* Ends a queued or held request and processes its queue, as the spec's
  * abort and release do. */
-static void wl__end(wl_request_t *req) {
-  wl__name_t *n = req->name;
+static void wl__end(wl_manager_t *m, wl_off_t r) {
+  wl__req_t *req = REQ(m, r);
+  wl_off_t n = req->name;
 
   if (req->state == WL__HELD)
-    wl__unhold(n, req);
+    wl__unhold(m, n, r);
   else
-    wl__list_remove(&req->qlink);
+    wl__list_remove(B(m), AT(r, wl__req_t, qlink));
   req->state = WL__IDLE;
-  wl__list_remove(&req->alink);
-  wl__process(n);
-  wl__maybe_drop(n);
+  wl__list_remove(B(m), AT(r, wl__req_t, alink));
+  wl__process(m, n);
+  wl__maybe_drop(m, n);
+}
+
+/* Frees a request's record; its handle then finds nothing. */
+static void wl__forget(wl_manager_t *m, wl_off_t r) {
+  if (wl__linked(B(m), AT(r, wl__req_t, mlink)))
+    wl__list_remove(B(m), AT(r, wl__req_t, mlink));
+  if (wl__linked(B(m), AT(r, wl__req_t, alink)))
+    wl__list_remove(B(m), AT(r, wl__req_t, alink));
+  wl__free(m, r);
 }
 
 void wl_agent_close(wl_agent_t *agent) {
-  wl__mutex_lock(&wl__m.mutex);
+  wl_manager_t *m = agent->m;
+  wl_off_t a = agent->off;
+  wl_off_t queued = AT(a, wl__agent_t, queued), held = AT(a, wl__agent_t, held);
+  wl_off_t stolen = AT(a, wl__agent_t, stolen), mail = AT(a, wl__agent_t, mail);
+
+  pthread_mutex_lock(&m->mutex);
   /* Grants to the agent on the way out (a request of its own behind one it
    * aborts) join its held list and are released below; they send no mail. */
-  agent->closing = 1;
-  while (!wl__list_empty(&agent->queued))
-    wl__end(wl__container_of(agent->queued.next, wl_request_t, alink));
-  while (!wl__list_empty(&agent->held))
-    wl__end(wl__container_of(agent->held.next, wl_request_t, alink));
-  wl__drop_mail(&agent->mail);
-  wl__mutex_unlock(&wl__m.mutex);
+  AGENT(m, a)->closing = 1;
+  while (!wl__list_empty(B(m), queued)) {
+    wl_off_t r = REQ_OF(WL__LINK(B(m), queued)->next, alink);
+    wl__end(m, r);
+    wl__forget(m, r);
+  }
+  while (!wl__list_empty(B(m), held)) {
+    wl_off_t r = REQ_OF(WL__LINK(B(m), held)->next, alink);
+    wl__end(m, r);
+    wl__forget(m, r);
+  }
+  while (!wl__list_empty(B(m), stolen))
+    wl__forget(m, REQ_OF(WL__LINK(B(m), stolen)->next, alink));
+  /* What is left in the mailbox: undelivered unavailability. */
+  while (!wl__list_empty(B(m), mail))
+    wl__forget(m, REQ_OF(WL__LINK(B(m), mail)->next, mlink));
+  wl__free(m, a);
+  pthread_mutex_unlock(&m->mutex);
 }
 
 wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {
-  wl_request_t *req = NULL;
+  wl_manager_t *m = agent->m;
+  wl_off_t mail = AT(agent->off, wl__agent_t, mail);
+  wl_request_t *handle = NULL;
 
-  wl__mutex_lock(&wl__m.mutex);
-  if (!wl__list_empty(&agent->mail)) {
-    req = wl__container_of(agent->mail.next, wl_request_t, mlink);
-    wl__list_remove(&req->mlink);
+  pthread_mutex_lock(&m->mutex);
+  if (!wl__list_empty(B(m), mail)) {
+    wl_off_t r = REQ_OF(WL__LINK(B(m), mail)->next, mlink);
+    wl__req_t *req = REQ(m, r);
+    wl__list_remove(B(m), AT(r, wl__req_t, mlink));
     *events = req->events;
     req->events = 0;
+    handle = (wl_request_t *)(uintptr_t)req->handle;
+    /* An unavailable request is done: nothing references it any more. */
+    if (*events & WL_EV_UNAVAILABLE)
+      wl__free(m, r);
   }
-  wl__mutex_unlock(&wl__m.mutex);
-  return req;
+  pthread_mutex_unlock(&m->mutex);
+  return handle;
+}
+
+/* The request's record if the handle still has one. */
+static wl_off_t wl__live(wl_manager_t *m, const wl_request_t *req) {
+  wl__block_t *b;
+
+  if (req->off == 0)
+    return 0;
+  b = wl__block(m, req->off);
+  return b->kind == WL__REQUEST && b->gen == req->gen ? req->off : 0;
 }
 
 /* Request a lock (4.1), from the point where the spec enqueues its steps on
  * the lock task queue. */
 int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
                size_t name_len, wl_mode_t mode, unsigned flags) {
+  wl_manager_t *m = agent->m;
   uint64_t hash;
-  wl__name_t *n;
+  wl_off_t n, r;
+  wl__req_t *rec;
   int granted;
 
+  req->off = 0;
   if ((mode != WL_EXCLUSIVE && mode != WL_SHARED) ||
       (flags & ~(unsigned)(WL_IF_AVAILABLE | WL_STEAL)) != 0 ||
       ((flags & WL_STEAL) &&
        ((flags & WL_IF_AVAILABLE) || mode != WL_EXCLUSIVE)))
     return WL_EINVAL;
   req->agent = agent;
-  req->name = NULL;
-  wl__unlink(&req->qlink);
-  wl__unlink(&req->alink);
-  wl__unlink(&req->mlink);
-  req->mode = (unsigned char)mode;
-  req->state = WL__IDLE;
-  req->events = 0;
-  hash = wl__hash(name, name_len); /* outside the mutex: names can be long */
+  hash = wl__hash(m, name, name_len); /* outside the mutex: names can be long */
 
-  wl__mutex_lock(&wl__m.mutex);
-  n = wl__names_find(&wl__m.names, hash, name, name_len);
-  if ((flags & WL_IF_AVAILABLE) && n != NULL &&
-      !(wl__list_empty(&n->queue) && wl__compatible(n, mode))) {
-    wl__mail(req, WL_EV_UNAVAILABLE);
-    wl__mutex_unlock(&wl__m.mutex);
+  pthread_mutex_lock(&m->mutex);
+  r = wl__alloc(m, WL__REQUEST, sizeof(*rec));
+  if (r == 0) {
+    pthread_mutex_unlock(&m->mutex);
+    return WL_ENOMEM;
+  }
+  rec = REQ(m, r);
+  memset(rec, 0, sizeof(*rec));
+  rec->agent = agent->off;
+  rec->handle = (uint64_t)(uintptr_t)req;
+  rec->mode = (uint8_t)mode;
+  req->off = r;
+  req->gen = wl__block(m, r)->gen;
+  n = wl__names_find(m, hash, name, name_len);
+  if ((flags & WL_IF_AVAILABLE) && n != 0 &&
+      !(wl__list_empty(B(m), AT(n, wl__name_t, queue)) &&
+        wl__compatible(NAME(m, n), mode))) {
+    wl__mail(m, r, WL_EV_UNAVAILABLE);
+    pthread_mutex_unlock(&m->mutex);
     return 0;
   }
-  if (n == NULL) {
-    n = wl__names_add(&wl__m.names, hash, name, name_len);
-    if (n == NULL) {
-      wl__mutex_unlock(&wl__m.mutex);
+  if (n == 0) {
+    n = wl__names_add(m, hash, name, name_len);
+    if (n == 0) {
+      wl__free(m, r);
+      req->off = 0;
+      pthread_mutex_unlock(&m->mutex);
       return WL_ENOMEM;
     }
   }
-  req->name = n;
-  req->state = WL__QUEUED;
-  wl__list_append(&agent->queued, &req->alink);
+  rec = REQ(m, r);
+  rec->name = n;
+  rec->state = WL__QUEUED;
+  wl__list_append(B(m), AT(agent->off, wl__agent_t, queued),
+                  AT(r, wl__req_t, alink));
   if (flags & WL_STEAL) {
-    wl__steal(n);
-    wl__list_prepend(&n->queue, &req->qlink);
+    wl__steal(m, n);
+    wl__list_prepend(B(m), AT(n, wl__name_t, queue), AT(r, wl__req_t, qlink));
   } else {
-    wl__list_append(&n->queue, &req->qlink);
+    wl__list_append(B(m), AT(n, wl__name_t, queue), AT(r, wl__req_t, qlink));
   }
-  wl__process(n);
+  wl__process(m, n);
   /* Read under the mutex: once it is released, any thread may change it. */
-  granted = req->state == WL__HELD;
-  wl__mutex_unlock(&wl__m.mutex);
+  granted = REQ(m, r)->state == WL__HELD;
+  pthread_mutex_unlock(&m->mutex);
   return granted ? WL_GRANTED_AT_ONCE : 0;
 }
 
 int wl_release(wl_request_t *req) {
-  int held;
+  wl_manager_t *m = req->agent->m;
+  wl_off_t r;
+  int held = 0;
 
-  wl__mutex_lock(&wl__m.mutex);
-  held = req->state == WL__HELD;
-  if (req->state != WL__IDLE)
-    wl__end(req);
-  if (wl__linked(&req->mlink))
-    wl__list_remove(&req->mlink);
-  req->events = 0;
-  wl__mutex_unlock(&wl__m.mutex);
+  pthread_mutex_lock(&m->mutex);
+  r = wl__live(m, req);
+  if (r != 0) {
+    held = REQ(m, r)->state == WL__HELD;
+    if (REQ(m, r)->state != WL__IDLE)
+      wl__end(m, r);
+    wl__forget(m, r);
+  }
+  pthread_mutex_unlock(&m->mutex);
   return held;
 }
 
 /* Abort the request (4.3). */
 int wl_abort(wl_request_t *req) {
-  wl__mutex_lock(&wl__m.mutex);
-  if (req->state != WL__QUEUED) {
-    wl__mutex_unlock(&wl__m.mutex);
-    return 0;
+  wl_manager_t *m = req->agent->m;
+  wl_off_t r;
+  int removed = 0;
+
+  pthread_mutex_lock(&m->mutex);
+  r = wl__live(m, req);
+  if (r != 0 && REQ(m, r)->state == WL__QUEUED) {
+    wl__end(m, r);
+    wl__forget(m, r);
+    removed = 1;
   }
-  wl__end(req);
-  wl__mutex_unlock(&wl__m.mutex);
-  return 1;
+  pthread_mutex_unlock(&m->mutex);
+  return removed;
 }
 
-static wl_info_t *wl__fill(wl_info_t *info, const wl_request_t *req,
+static wl_info_t *wl__fill(wl_manager_t *m, wl_info_t *info, wl_off_t r,
                            const uint16_t *name, size_t name_index,
                            char **text) {
-  const wl_agent_t *agent = req->agent;
+  const wl__req_t *req = REQ(m, r);
+  const wl__agent_t *agent = AGENT(m, req->agent);
 
   info->name = name;
-  info->name_len = req->name->len;
+  info->name_len = NAME(m, req->name)->len;
   info->name_index = name_index;
   info->mode = (wl_mode_t)req->mode;
   info->client_id = *text;
@@ -249,26 +338,32 @@ static wl_info_t *wl__fill(wl_info_t *info, const wl_request_t *req,
 
 /* Snapshot the lock state (4.5). Copies everything, so that the caller can
  * build its result without holding the mutex. */
-int wl_snapshot(wl_snapshot_t *snap) {
+int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl_off_t order = wl__off_of(B(m), &h->order);
   size_t nheld = 0, npending = 0, units = 0, text = 0, i;
-  wl__link_t *ln, *lr;
+  wl_off_t ln, lr;
   wl_info_t *held, *pending;
   uint16_t *names;
   char *chars;
 
-  wl__mutex_lock(&wl__m.mutex);
-  for (ln = wl__m.names.order.next; ln != &wl__m.names.order; ln = ln->next) {
-    wl__name_t *n = wl__container_of(ln, wl__name_t, order);
-    units += n->len;
-    for (lr = n->queue.next; lr != &n->queue; lr = lr->next, npending++)
-      text += wl__container_of(lr, wl_request_t, qlink)->agent->client_id_len;
-    for (lr = n->held.next; lr != &n->held; lr = lr->next, nheld++)
-      text += wl__container_of(lr, wl_request_t, qlink)->agent->client_id_len;
+  pthread_mutex_lock(&m->mutex);
+  for (ln = WL__LINK(B(m), order)->next; ln != order;
+       ln = WL__LINK(B(m), ln)->next) {
+    wl_off_t n = wl__record_of(ln, wl__name_t, order);
+    wl_off_t q = AT(n, wl__name_t, queue), hl = AT(n, wl__name_t, held);
+    units += NAME(m, n)->len;
+    for (lr = WL__LINK(B(m), q)->next; lr != q;
+         lr = WL__LINK(B(m), lr)->next, npending++)
+      text += AGENT(m, REQ(m, REQ_OF(lr, qlink))->agent)->client_id_len;
+    for (lr = WL__LINK(B(m), hl)->next; lr != hl;
+         lr = WL__LINK(B(m), lr)->next, nheld++)
+      text += AGENT(m, REQ(m, REQ_OF(lr, qlink))->agent)->client_id_len;
   }
   snap->mem = malloc((nheld + npending) * sizeof(wl_info_t) +
                      units * sizeof(uint16_t) + text + 1);
   if (snap->mem == NULL) {
-    wl__mutex_unlock(&wl__m.mutex);
+    pthread_mutex_unlock(&m->mutex);
     return WL_ENOMEM;
   }
   held = snap->held = snap->mem;
@@ -277,21 +372,22 @@ int wl_snapshot(wl_snapshot_t *snap) {
   chars = (char *)(names + units);
   snap->nheld = nheld;
   snap->npending = npending;
-  snap->nnames = wl__m.names.count; /* a name in the table has an entry */
-  for (ln = wl__m.names.order.next, i = 0; ln != &wl__m.names.order;
-       ln = ln->next, i++) {
-    wl__name_t *n = wl__container_of(ln, wl__name_t, order);
-    if (n->len > 0)
-      memcpy(names, n->units, n->len * sizeof(uint16_t));
-    for (lr = n->queue.next; lr != &n->queue; lr = lr->next)
-      pending = wl__fill(pending, wl__container_of(lr, wl_request_t, qlink),
-                         names, i, &chars);
-    for (lr = n->held.next; lr != &n->held; lr = lr->next)
-      held = wl__fill(held, wl__container_of(lr, wl_request_t, qlink), names,
-                      i, &chars);
-    names += n->len;
+  snap->nnames = h->count; /* a name in the table has an entry */
+  for (ln = WL__LINK(B(m), order)->next, i = 0; ln != order;
+       ln = WL__LINK(B(m), ln)->next, i++) {
+    wl_off_t n = wl__record_of(ln, wl__name_t, order);
+    wl_off_t q = AT(n, wl__name_t, queue), hl = AT(n, wl__name_t, held);
+    wl__name_t *name = NAME(m, n);
+    if (name->len > 0)
+      memcpy(names, name->units, name->len * sizeof(uint16_t));
+    for (lr = WL__LINK(B(m), q)->next; lr != q; lr = WL__LINK(B(m), lr)->next)
+      pending = wl__fill(m, pending, REQ_OF(lr, qlink), names, i, &chars);
+    for (lr = WL__LINK(B(m), hl)->next; lr != hl;
+         lr = WL__LINK(B(m), lr)->next)
+      held = wl__fill(m, held, REQ_OF(lr, qlink), names, i, &chars);
+    names += name->len;
   }
-  wl__mutex_unlock(&wl__m.mutex);
+  pthread_mutex_unlock(&m->mutex);
   return 0;
 }
 
@@ -300,11 +396,11 @@ void wl_snapshot_free(wl_snapshot_t *snap) {
   snap->mem = NULL;
 }
 
-size_t wl__name_count(void) {
+size_t wl__name_count(wl_manager_t *m) {
   size_t count;
 
-  wl__mutex_lock(&wl__m.mutex);
-  count = wl__m.names.count;
-  wl__mutex_unlock(&wl__m.mutex);
+  pthread_mutex_lock(&m->mutex);
+  count = WL__HDR(m)->count;
+  pthread_mutex_unlock(&m->mutex);
   return count;
 }

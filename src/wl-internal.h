@@ -1,53 +1,106 @@
-/* Core internals shared by the core's own files and its C tests. */
+/* Core internals shared by the core's own files and its C tests: the
+ * region's layout (its header and the records in it) and the manager. */
 #ifndef WL_INTERNAL_H
 #define WL_INTERNAL_H
 
+#include <pthread.h>
+
 #include "wl.h"
 
-#ifdef _WIN32
-#include <windows.h>
-typedef SRWLOCK wl__mutex_t;
-#define WL__MUTEX_INIT SRWLOCK_INIT
-#define wl__mutex_lock(m) AcquireSRWLockExclusive(m)
-#define wl__mutex_unlock(m) ReleaseSRWLockExclusive(m)
-#else
-#include <pthread.h>
-typedef pthread_mutex_t wl__mutex_t;
-#define WL__MUTEX_INIT PTHREAD_MUTEX_INITIALIZER
-#define wl__mutex_lock(m) pthread_mutex_lock(m)
-#define wl__mutex_unlock(m) pthread_mutex_unlock(m)
-#endif
+/* Size classes of region blocks: class c holds 2^(c + WL__MIN_SHIFT) bytes,
+ * its 16-byte header included. */
+#define WL__MIN_SHIFT 5
+#define WL__NCLASSES 40
+
+/* Every block starts with this header; a record follows it. */
+typedef struct {
+  uint32_t cls;  /* size class */
+  uint32_t kind; /* WL__FREE or the record's kind */
+  uint32_t gen;  /* bumped on every free: stale handles see the change */
+  uint32_t pad;
+} wl__block_t;
+
+enum { WL__FREE = 0, WL__NAME = 1, WL__AGENT = 2, WL__REQUEST = 3, WL__ARRAY = 4 };
 
 /* A resource name in use: it has queued requests or held locks. It is
  * created on first request and freed as soon as it has neither. */
-struct wl__name_s {
-  wl__name_t *hnext;       /* hash chain */
-  wl__link_t order;        /* in the table's first-use order */
-  wl__link_t queue;        /* queued requests, FIFO */
-  wl__link_t held;         /* held locks */
-  size_t nheld;
-  size_t nexclusive;
+typedef struct {
+  wl_off_t hnext;   /* hash chain */
+  wl__link_t order; /* in the table's first-use order */
+  wl__link_t queue; /* queued requests, FIFO */
+  wl__link_t held;  /* held locks */
+  uint64_t nheld;
+  uint64_t nexclusive;
   uint64_t hash;
-  size_t len;
+  uint64_t len;
   uint16_t units[];
-};
+} wl__name_t;
 
 typedef struct {
-  wl__name_t **buckets;
-  size_t nbuckets; /* 0 or a power of two */
-  size_t count;
-  wl__link_t order;
-} wl__names_t;
+  wl__link_t queued; /* its queued requests, in request order */
+  wl__link_t held;   /* its held locks, in grant order (the held set's) */
+  wl__link_t stolen; /* its stolen requests, until it releases them */
+  wl__link_t mail;   /* its requests with undelivered events */
+  uint64_t handle;   /* its wl_agent_t, in the process that owns it */
+  uint32_t closing;  /* wl_agent_close() runs: no mail, no notify */
+  uint32_t client_id_len;
+  char client_id[WL_CLIENT_ID_MAX];
+} wl__agent_t;
 
-uint64_t wl__hash(const uint16_t *units, size_t len);
-wl__name_t *wl__names_find(wl__names_t *t, uint64_t hash,
-                           const uint16_t *units, size_t len);
-/* Returns NULL when out of memory. */
-wl__name_t *wl__names_add(wl__names_t *t, uint64_t hash,
-                          const uint16_t *units, size_t len);
-void wl__names_remove(wl__names_t *t, wl__name_t *n);
+enum { WL__IDLE = 0, WL__QUEUED = 1, WL__HELD = 2 };
+
+typedef struct {
+  wl__link_t qlink; /* in its name's queue when queued, held list when held */
+  wl__link_t alink; /* in its agent's queued, held or stolen list */
+  wl__link_t mlink; /* in its agent's mail when it has events */
+  wl_off_t agent;
+  wl_off_t name;
+  uint64_t handle; /* its wl_request_t, in the process that owns it */
+  uint8_t mode;
+  uint8_t state;
+  uint8_t events;
+} wl__req_t;
+
+/* The region's header, at offset 0. */
+typedef struct {
+  uint64_t size; /* bytes the region may use */
+  uint64_t used; /* bytes handed out so far, from the start */
+  wl_off_t free[WL__NCLASSES];
+  uint64_t seed; /* of the names' hash, shared by every user of the region */
+  /* The table of names: chained hashing, plus first-use order. */
+  wl_off_t buckets; /* a WL__ARRAY block of nbuckets offsets, or 0 */
+  uint64_t nbuckets;
+  uint64_t count;
+  wl__link_t order;
+} wl__hdr_t;
+
+struct wl_manager_s {
+  pthread_mutex_t mutex;
+  char *base; /* the region */
+};
+
+#define WL__HDR(m) ((wl__hdr_t *)(m)->base)
+#define WL__REC(m, off) WL__AT((m)->base, off)
+
+/* Region blocks (wl-region.c). wl__alloc returns the offset of `bytes` of
+ * zeroed record space of the given kind, or 0 when the region is full. */
+int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
+                    uint64_t seed);
+wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind, uint64_t bytes);
+void wl__free(wl_manager_t *m, wl_off_t off);
+wl__block_t *wl__block(wl_manager_t *m, wl_off_t off);
+
+/* The table of names (wl-names.c). */
+uint64_t wl__fmix(uint64_t k); /* a 64-bit finalizer, for seeds and hashes */
+uint64_t wl__hash(wl_manager_t *m, const uint16_t *units, size_t len);
+wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash, const uint16_t *units,
+                        size_t len);
+/* Returns 0 when the region is full. */
+wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
+                       size_t len);
+void wl__names_remove(wl_manager_t *m, wl_off_t n);
 
 /* How many names the manager holds; for tests that check nothing leaks. */
-size_t wl__name_count(void);
+size_t wl__name_count(wl_manager_t *m);
 
 #endif

@@ -1,18 +1,13 @@
 /* The manager's table of names: chained hashing over UTF-16 code units with
- * a per-process seed, grown and shrunk by powers of two, plus a list in
- * first-use order for snapshots. */
-#include <stdatomic.h>
-#include <stdlib.h>
+ * the region's seed, grown and shrunk by powers of two, plus a list in
+ * first-use order for snapshots. Everything is in the region. */
 #include <string.h>
-#include <time.h>
 
 #include "wl-internal.h"
 
 #define WL__MIN_BUCKETS 16
 
-static _Atomic uint64_t wl__seed;
-
-static uint64_t wl__fmix(uint64_t k) {
+uint64_t wl__fmix(uint64_t k) {
   k ^= k >> 33;
   k *= 0xff51afd7ed558ccdULL;
   k ^= k >> 33;
@@ -21,28 +16,14 @@ static uint64_t wl__fmix(uint64_t k) {
   return k;
 }
 
-/* Names may come from untrusted input, so the hash is seeded per process. */
-static uint64_t wl__get_seed(void) {
-  uint64_t seed = atomic_load_explicit(&wl__seed, memory_order_relaxed);
-  if (seed == 0) {
-    uint64_t fresh = wl__fmix((uint64_t)time(NULL) ^
-                              (uint64_t)(uintptr_t)&fresh ^
-                              ((uint64_t)clock() << 32)) | 1;
-    if (!atomic_compare_exchange_strong(&wl__seed, &seed, fresh))
-      return seed;
-    seed = fresh;
-  }
-  return seed;
-}
-
 static uint64_t wl__rotl(uint64_t x, int r) {
   return (x << r) | (x >> (64 - r));
 }
 
-uint64_t wl__hash(const uint16_t *units, size_t len) {
+uint64_t wl__hash(wl_manager_t *m, const uint16_t *units, size_t len) {
   const unsigned char *p = (const unsigned char *)units;
   size_t bytes = len * sizeof(uint16_t);
-  uint64_t h = wl__get_seed() ^ (bytes * 0x9e3779b97f4a7c15ULL);
+  uint64_t h = WL__HDR(m)->seed ^ (bytes * 0x9e3779b97f4a7c15ULL);
   uint64_t k;
 
   for (; bytes >= 8; bytes -= 8, p += 8) {
@@ -60,84 +41,102 @@ uint64_t wl__hash(const uint16_t *units, size_t len) {
   return wl__fmix(h);
 }
 
-static void wl__names_resize(wl__names_t *t, size_t nbuckets) {
-  wl__name_t **buckets = calloc(nbuckets, sizeof(*buckets));
-  size_t i;
+#define WL__NAME(m, off) ((wl__name_t *)WL__REC(m, off))
+#define WL__BUCKETS(m) ((wl_off_t *)WL__REC(m, WL__HDR(m)->buckets))
 
-  if (buckets == NULL)
+static void wl__names_resize(wl_manager_t *m, uint64_t nbuckets) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl_off_t off = wl__alloc(m, WL__ARRAY, nbuckets * sizeof(wl_off_t));
+  wl_off_t *buckets, *old;
+  uint64_t i;
+
+  if (off == 0)
     return; /* keep the old table: longer chains, still correct */
-  for (i = 0; i < t->nbuckets; i++) {
-    wl__name_t *n = t->buckets[i];
-    while (n != NULL) {
-      wl__name_t *next = n->hnext;
-      wl__name_t **b = &buckets[n->hash & (nbuckets - 1)];
-      n->hnext = *b;
+  buckets = WL__REC(m, off);
+  memset(buckets, 0, nbuckets * sizeof(wl_off_t));
+  old = h->buckets != 0 ? WL__BUCKETS(m) : NULL;
+  for (i = 0; i < h->nbuckets; i++) {
+    wl_off_t n = old[i];
+    while (n != 0) {
+      wl__name_t *name = WL__NAME(m, n);
+      wl_off_t next = name->hnext;
+      wl_off_t *b = &buckets[name->hash & (nbuckets - 1)];
+      name->hnext = *b;
       *b = n;
       n = next;
     }
   }
-  free(t->buckets);
-  t->buckets = buckets;
-  t->nbuckets = nbuckets;
+  if (h->buckets != 0)
+    wl__free(m, h->buckets);
+  h->buckets = off;
+  h->nbuckets = nbuckets;
 }
 
-wl__name_t *wl__names_find(wl__names_t *t, uint64_t hash,
-                           const uint16_t *units, size_t len) {
-  wl__name_t *n;
+wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash, const uint16_t *units,
+                        size_t len) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl_off_t n;
 
-  if (t->nbuckets == 0)
-    return NULL;
-  for (n = t->buckets[hash & (t->nbuckets - 1)]; n != NULL; n = n->hnext) {
-    if (n->hash == hash && n->len == len &&
-        (len == 0 || memcmp(n->units, units, len * sizeof(uint16_t)) == 0))
+  if (h->nbuckets == 0)
+    return 0;
+  for (n = WL__BUCKETS(m)[hash & (h->nbuckets - 1)]; n != 0;
+       n = WL__NAME(m, n)->hnext) {
+    wl__name_t *name = WL__NAME(m, n);
+    if (name->hash == hash && name->len == len &&
+        (len == 0 || memcmp(name->units, units, len * sizeof(uint16_t)) == 0))
       return n;
   }
-  return NULL;
+  return 0;
 }
 
-wl__name_t *wl__names_add(wl__names_t *t, uint64_t hash,
-                          const uint16_t *units, size_t len) {
-  wl__name_t *n;
-  wl__name_t **b;
+wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
+                       size_t len) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl__name_t *name;
+  wl_off_t n, *b;
 
-  if (len > (SIZE_MAX - sizeof(*n)) / sizeof(uint16_t))
-    return NULL;
-  if (t->nbuckets == 0) {
-    wl__names_resize(t, WL__MIN_BUCKETS);
-    if (t->nbuckets == 0)
-      return NULL;
-  } else if (t->count >= t->nbuckets) {
-    wl__names_resize(t, t->nbuckets * 2);
+  if (len > (UINT64_MAX - sizeof(*name)) / sizeof(uint16_t))
+    return 0;
+  if (h->nbuckets == 0) {
+    wl__names_resize(m, WL__MIN_BUCKETS);
+    if (h->nbuckets == 0)
+      return 0;
+  } else if (h->count >= h->nbuckets) {
+    wl__names_resize(m, h->nbuckets * 2);
   }
-  n = malloc(sizeof(*n) + len * sizeof(uint16_t));
-  if (n == NULL)
-    return NULL;
-  memset(n, 0, sizeof(*n));
-  wl__list_init(&n->queue);
-  wl__list_init(&n->held);
-  n->hash = hash;
-  n->len = len;
+  n = wl__alloc(m, WL__NAME, sizeof(*name) + len * sizeof(uint16_t));
+  if (n == 0)
+    return 0;
+  name = WL__NAME(m, n);
+  memset(name, 0, sizeof(*name));
+  wl__list_init(m->base, n + offsetof(wl__name_t, queue));
+  wl__list_init(m->base, n + offsetof(wl__name_t, held));
+  name->hash = hash;
+  name->len = len;
   if (len > 0)
-    memcpy(n->units, units, len * sizeof(uint16_t));
-  b = &t->buckets[hash & (t->nbuckets - 1)];
-  n->hnext = *b;
+    memcpy(name->units, units, len * sizeof(uint16_t));
+  b = &WL__BUCKETS(m)[hash & (h->nbuckets - 1)];
+  name->hnext = *b;
   *b = n;
-  wl__list_append(&t->order, &n->order);
-  t->count++;
+  wl__list_append(m->base, wl__off_of(m->base, &h->order),
+                  n + offsetof(wl__name_t, order));
+  h->count++;
   return n;
 }
 
-void wl__names_remove(wl__names_t *t, wl__name_t *n) {
-  wl__name_t **p = &t->buckets[n->hash & (t->nbuckets - 1)];
+void wl__names_remove(wl_manager_t *m, wl_off_t n) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl__name_t *name = WL__NAME(m, n);
+  wl_off_t *p = &WL__BUCKETS(m)[name->hash & (h->nbuckets - 1)];
 
   while (*p != n)
-    p = &(*p)->hnext;
-  *p = n->hnext;
-  wl__list_remove(&n->order);
-  free(n);
-  t->count--;
+    p = &WL__NAME(m, *p)->hnext;
+  *p = name->hnext;
+  wl__list_remove(m->base, n + offsetof(wl__name_t, order));
+  wl__free(m, n);
+  h->count--;
   /* Shrink lazily (at 1/8 load) so that a burst of names leaves no large
    * table behind and a steady count near a boundary does not thrash. */
-  if (t->nbuckets > WL__MIN_BUCKETS && t->count < t->nbuckets / 8)
-    wl__names_resize(t, t->nbuckets / 2);
+  if (h->nbuckets > WL__MIN_BUCKETS && h->count < h->nbuckets / 8)
+    wl__names_resize(m, h->nbuckets / 2);
 }

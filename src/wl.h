@@ -1,18 +1,21 @@
 /* web-locks core: the W3C Web Locks lock manager in plain C.
  *
- * One manager per process, guarded by one mutex. An agent is a thread (any
- * party that owns an event loop); it owns requests. Every outcome that the
- * spec delivers "on the agent's event loop" (a grant, a null callback for an
- * unavailable ifAvailable request, a steal) is put in the agent's mailbox and
- * the agent's notify callback is called when its mailbox goes from empty to
+ * A manager's whole state lives in one region of memory addressed by
+ * offsets (wl-region.c), guarded by one mutex, so the same algorithms run on
+ * the process's own memory (wl_local(), the process-wide manager) and on a
+ * mapping shared by processes. An agent is a thread (any party that owns an
+ * event loop); it owns requests. Every outcome that the spec delivers "on the
+ * agent's event loop" (a grant, a null callback for an unavailable
+ * ifAvailable request, a steal) is put in the agent's mailbox and the
+ * agent's notify callback is called when its mailbox goes from empty to
  * non-empty. The agent drains its mailbox on its own thread.
  *
- * Memory: the caller owns agents and requests. The core references a request
- * from wl_request() until it is released (wl_release), aborted (wl_abort
- * returned 1), delivered as WL_EV_UNAVAILABLE, or its agent closed; after that
- * the caller may free it. The core references an agent until wl_agent_close()
- * returns. Allocation happens only for a new name (wl_request), a snapshot,
- * and resizing the table of names; a failed resize is harmless.
+ * Records: agents and requests live in the region; the caller's wl_agent_t
+ * and wl_request_t are handles to them. A request's record exists from
+ * wl_request() until it is released (wl_release), aborted (wl_abort returned
+ * 1), delivered as WL_EV_UNAVAILABLE, or its agent closed; a handle used after
+ * that finds nothing (release and abort return 0). The caller's handles must
+ * stay put while their records exist (the core maps mail back to them).
  *
  * Every operation is O(1) in the number of other requests, locks and names,
  * except a steal (O(holders of that name)), wl_agent_close (O(the agent's
@@ -47,9 +50,9 @@ enum { WL_ENOMEM = -12, WL_EINVAL = -22 };
 
 #define WL_CLIENT_ID_MAX 64
 
+typedef struct wl_manager_s wl_manager_t;
 typedef struct wl_agent_s wl_agent_t;
 typedef struct wl_request_s wl_request_t;
-typedef struct wl__name_s wl__name_t;
 
 /* Called with the manager's mutex held, from any thread, when `agent`'s
  * mailbox goes from empty to non-empty. It must only wake the agent (for
@@ -59,28 +62,17 @@ typedef void (*wl_notify_cb)(wl_agent_t *agent);
 struct wl_agent_s {
   void *data; /* the caller's */
   /* private */
+  wl_manager_t *m;
   wl_notify_cb notify;
-  wl__link_t queued; /* its queued requests, in request order */
-  wl__link_t held;   /* its held locks, in grant order (the held set's) */
-  wl__link_t mail;   /* its requests with undelivered events */
-  int closing;       /* wl_agent_close() runs: no mail, no notify */
-  size_t client_id_len;
-  char client_id[WL_CLIENT_ID_MAX];
+  wl_off_t off; /* its record */
 };
-
-enum { WL__IDLE = 0, WL__QUEUED = 1, WL__HELD = 2 };
 
 struct wl_request_s {
   void *data; /* the caller's */
   /* private */
   wl_agent_t *agent;
-  wl__name_t *name;
-  wl__link_t qlink; /* in its name's queue when queued, held list when held */
-  wl__link_t alink; /* in its agent's queued or held list */
-  wl__link_t mlink; /* in its agent's mail when it has events */
-  unsigned char mode;
-  unsigned char state;
-  unsigned char events;
+  wl_off_t off;  /* its record while it has one */
+  uint32_t gen;  /* the record's generation when made */
 };
 
 typedef struct {
@@ -101,9 +93,13 @@ typedef struct {
   void *mem;     /* owns everything above */
 } wl_snapshot_t;
 
-/* Registers an agent. client_id is copied; at most WL_CLIENT_ID_MAX bytes.
- * Returns 0 or WL_EINVAL. */
-int wl_agent_init(wl_agent_t *agent, const char *client_id,
+/* The process-wide manager, made on first use; NULL if its memory cannot be
+ * reserved. */
+wl_manager_t *wl_local(void);
+
+/* Registers an agent with manager m. client_id is copied; at most
+ * WL_CLIENT_ID_MAX bytes. Returns 0, WL_EINVAL or WL_ENOMEM. */
+int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
                   size_t client_id_len, wl_notify_cb notify);
 
 /* Terminates the agent's remaining locks and requests (spec 2.6): aborts its
@@ -138,7 +134,7 @@ int wl_abort(wl_request_t *req);
 
 /* Copies the manager's state. Returns 0 or WL_ENOMEM; free with
  * wl_snapshot_free(). */
-int wl_snapshot(wl_snapshot_t *snap);
+int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap);
 void wl_snapshot_free(wl_snapshot_t *snap);
 
 #ifdef __cplusplus

@@ -23,7 +23,7 @@ void run_test(const char *file, const char *name, void (*fn)(void)) {
   size_t left;
 
   fn();
-  left = wl__name_count();
+  left = wl__name_count(wl_local());
   if (left != 0) {
     fprintf(stderr, "%s: %s left %zu names in the manager\n", file, name, left);
     _Exit(1);
@@ -40,7 +40,8 @@ void tagent_init(tagent_t *t, const char *client_id, size_t client_id_len) {
   t->notified = 0;
   t->agent.data = t;
   ASSERT_EQ(0,
-            wl_agent_init(&t->agent, client_id, client_id_len, count_notify));
+            wl_agent_init(wl_local(), &t->agent, client_id,
+                          client_id_len, count_notify));
 }
 
 void tagent_close(tagent_t *t) { wl_agent_close(&t->agent); }
