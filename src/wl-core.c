@@ -31,9 +31,13 @@ static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
     return;
   was_empty = wl__list_empty(B(m), mail);
   wl__list_append(B(m), mail, AT(r, wl__req_t, mlink));
-  if (was_empty) {
+  if (!was_empty)
+    return;
+  if (agent->owner == m->owner) {
     wl_agent_t *handle = (wl_agent_t *)(uintptr_t)agent->handle;
     handle->notify(handle);
+  } else if (m->wake != NULL) {
+    m->wake(m, req->agent);
   }
 }
 
@@ -110,7 +114,7 @@ int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
 
   if (client_id_len > WL_CLIENT_ID_MAX || notify == NULL)
     return WL_EINVAL;
-  pthread_mutex_lock(&m->mutex);
+  pthread_mutex_lock(m->mutex);
   off = wl__alloc(m, WL__AGENT, sizeof(*a));
   if (off != 0) {
     a = AGENT(m, off);
@@ -120,11 +124,12 @@ int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
     wl__list_init(B(m), AT(off, wl__agent_t, stolen));
     wl__list_init(B(m), AT(off, wl__agent_t, mail));
     a->handle = (uint64_t)(uintptr_t)agent;
+    a->owner = m->owner;
     a->client_id_len = (uint32_t)client_id_len;
     if (client_id_len > 0)
       memcpy(a->client_id, client_id, client_id_len);
   }
-  pthread_mutex_unlock(&m->mutex);
+  pthread_mutex_unlock(m->mutex);
   if (off == 0)
     return WL_ENOMEM;
   agent->m = m;
@@ -164,7 +169,7 @@ void wl_agent_close(wl_agent_t *agent) {
   wl_off_t queued = AT(a, wl__agent_t, queued), held = AT(a, wl__agent_t, held);
   wl_off_t stolen = AT(a, wl__agent_t, stolen), mail = AT(a, wl__agent_t, mail);
 
-  pthread_mutex_lock(&m->mutex);
+  pthread_mutex_lock(m->mutex);
   /* Grants to the agent on the way out (a request of its own behind one it
    * aborts) join its held list and are released below; they send no mail. */
   AGENT(m, a)->closing = 1;
@@ -184,7 +189,7 @@ void wl_agent_close(wl_agent_t *agent) {
   while (!wl__list_empty(B(m), mail))
     wl__forget(m, REQ_OF(WL__LINK(B(m), mail)->next, mlink));
   wl__free(m, a);
-  pthread_mutex_unlock(&m->mutex);
+  pthread_mutex_unlock(m->mutex);
 }
 
 wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {
@@ -192,7 +197,7 @@ wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {
   wl_off_t mail = AT(agent->off, wl__agent_t, mail);
   wl_request_t *handle = NULL;
 
-  pthread_mutex_lock(&m->mutex);
+  pthread_mutex_lock(m->mutex);
   if (!wl__list_empty(B(m), mail)) {
     wl_off_t r = REQ_OF(WL__LINK(B(m), mail)->next, mlink);
     wl__req_t *req = REQ(m, r);
@@ -204,7 +209,7 @@ wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {
     if (*events & WL_EV_UNAVAILABLE)
       wl__free(m, r);
   }
-  pthread_mutex_unlock(&m->mutex);
+  pthread_mutex_unlock(m->mutex);
   return handle;
 }
 
@@ -237,10 +242,10 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   req->agent = agent;
   hash = wl__hash(m, name, name_len); /* outside the mutex: names can be long */
 
-  pthread_mutex_lock(&m->mutex);
+  pthread_mutex_lock(m->mutex);
   r = wl__alloc(m, WL__REQUEST, sizeof(*rec));
   if (r == 0) {
-    pthread_mutex_unlock(&m->mutex);
+    pthread_mutex_unlock(m->mutex);
     return WL_ENOMEM;
   }
   rec = REQ(m, r);
@@ -255,7 +260,7 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
       !(wl__list_empty(B(m), AT(n, wl__name_t, queue)) &&
         wl__compatible(NAME(m, n), mode))) {
     wl__mail(m, r, WL_EV_UNAVAILABLE);
-    pthread_mutex_unlock(&m->mutex);
+    pthread_mutex_unlock(m->mutex);
     return 0;
   }
   if (n == 0) {
@@ -263,7 +268,7 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
     if (n == 0) {
       wl__free(m, r);
       req->off = 0;
-      pthread_mutex_unlock(&m->mutex);
+      pthread_mutex_unlock(m->mutex);
       return WL_ENOMEM;
     }
   }
@@ -281,7 +286,7 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   wl__process(m, n);
   /* Read under the mutex: once it is released, any thread may change it. */
   granted = REQ(m, r)->state == WL__HELD;
-  pthread_mutex_unlock(&m->mutex);
+  pthread_mutex_unlock(m->mutex);
   return granted ? WL_GRANTED_AT_ONCE : 0;
 }
 
@@ -290,7 +295,7 @@ int wl_release(wl_request_t *req) {
   wl_off_t r;
   int held = 0;
 
-  pthread_mutex_lock(&m->mutex);
+  pthread_mutex_lock(m->mutex);
   r = wl__live(m, req);
   if (r != 0) {
     held = REQ(m, r)->state == WL__HELD;
@@ -298,7 +303,7 @@ int wl_release(wl_request_t *req) {
       wl__end(m, r);
     wl__forget(m, r);
   }
-  pthread_mutex_unlock(&m->mutex);
+  pthread_mutex_unlock(m->mutex);
   return held;
 }
 
@@ -308,14 +313,14 @@ int wl_abort(wl_request_t *req) {
   wl_off_t r;
   int removed = 0;
 
-  pthread_mutex_lock(&m->mutex);
+  pthread_mutex_lock(m->mutex);
   r = wl__live(m, req);
   if (r != 0 && REQ(m, r)->state == WL__QUEUED) {
     wl__end(m, r);
     wl__forget(m, r);
     removed = 1;
   }
-  pthread_mutex_unlock(&m->mutex);
+  pthread_mutex_unlock(m->mutex);
   return removed;
 }
 
@@ -347,7 +352,7 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   uint16_t *names;
   char *chars;
 
-  pthread_mutex_lock(&m->mutex);
+  pthread_mutex_lock(m->mutex);
   for (ln = WL__LINK(B(m), order)->next; ln != order;
        ln = WL__LINK(B(m), ln)->next) {
     wl_off_t n = wl__record_of(ln, wl__name_t, order);
@@ -363,7 +368,7 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   snap->mem = malloc((nheld + npending) * sizeof(wl_info_t) +
                      units * sizeof(uint16_t) + text + 1);
   if (snap->mem == NULL) {
-    pthread_mutex_unlock(&m->mutex);
+    pthread_mutex_unlock(m->mutex);
     return WL_ENOMEM;
   }
   held = snap->held = snap->mem;
@@ -387,7 +392,7 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
       held = wl__fill(m, held, REQ_OF(lr, qlink), names, i, &chars);
     names += name->len;
   }
-  pthread_mutex_unlock(&m->mutex);
+  pthread_mutex_unlock(m->mutex);
   return 0;
 }
 
@@ -399,8 +404,8 @@ void wl_snapshot_free(wl_snapshot_t *snap) {
 size_t wl__name_count(wl_manager_t *m) {
   size_t count;
 
-  pthread_mutex_lock(&m->mutex);
+  pthread_mutex_lock(m->mutex);
   count = WL__HDR(m)->count;
-  pthread_mutex_unlock(&m->mutex);
+  pthread_mutex_unlock(m->mutex);
   return count;
 }

@@ -42,6 +42,7 @@ typedef struct {
   wl__link_t stolen; /* its stolen requests, until it releases them */
   wl__link_t mail;   /* its requests with undelivered events */
   uint64_t handle;   /* its wl_agent_t, in the process that owns it */
+  uint64_t owner;    /* the manager handle (wl_manager_t.owner) it came by */
   uint32_t closing;  /* wl_agent_close() runs: no mail, no notify */
   uint32_t client_id_len;
   char client_id[WL_CLIENT_ID_MAX];
@@ -75,8 +76,16 @@ typedef struct {
 } wl__hdr_t;
 
 struct wl_manager_s {
-  pthread_mutex_t mutex;
-  char *base; /* the region */
+  pthread_mutex_t *mutex; /* the process's own, or in a shared file */
+  char *base;             /* the region */
+  /* Tells this handle's agents from those of other processes, which it can
+   * notify only through `wake` (none yet: their owners look themselves). */
+  uint64_t owner;
+  void (*wake)(wl_manager_t *m, wl_off_t agent);
+  /* A shared manager's mapping of its file (wl-segment.c). */
+  void *map;
+  uint64_t map_size;
+  int fd;
 };
 
 #define WL__HDR(m) ((wl__hdr_t *)(m)->base)

@@ -97,7 +97,8 @@ wl__block_t *wl__block(wl_manager_t *m, wl_off_t rec) {
   return WL__BLOCK(m, rec);
 }
 
-static wl_manager_t wl__local_m = {PTHREAD_MUTEX_INITIALIZER, NULL};
+static pthread_mutex_t wl__local_mutex = PTHREAD_MUTEX_INITIALIZER;
+static wl_manager_t wl__local_m = {&wl__local_mutex, NULL, 1, NULL, NULL, 0, -1};
 static pthread_once_t wl__local_once = PTHREAD_ONCE_INIT;
 
 /* Reserves as much address space as the system grants, up to 64 GiB. */

@@ -45,8 +45,18 @@ enum { WL_EV_GRANTED = 1, WL_EV_UNAVAILABLE = 2, WL_EV_STOLEN = 4 };
 /* wl_request()'s result when the lock was granted without waiting. */
 enum { WL_GRANTED_AT_ONCE = 1 };
 
-/* Error codes, negative like libuv's. */
-enum { WL_ENOMEM = -12, WL_EINVAL = -22 };
+/* Error codes, negative like libuv's; a system call's failure is -errno. */
+enum {
+  WL_EACCES = -13,   /* another user's manager file, not opened to us */
+  WL_ENOMEM = -12,   /* out of memory, or the manager's region is full */
+  WL_EINVAL = -22,   /* an argument the core refuses */
+  WL_ELAYOUT = -71,  /* a manager file of another layout or architecture */
+  WL_ECORRUPT = -74  /* a damaged or foreign manager file */
+};
+
+/* The layout of a manager's region and records, as written in a shared
+ * manager's file: processes share a file only if they agree on it. */
+#define WL_LAYOUT 1
 
 #define WL_CLIENT_ID_MAX 64
 
@@ -96,6 +106,15 @@ typedef struct {
 /* The process-wide manager, made on first use; NULL if its memory cannot be
  * reserved. */
 wl_manager_t *wl_local(void);
+
+/* Opens the manager shared through the file at path, creating it (size
+ * bytes, a multiple of 4096, with permission bits `mode`) if it does not
+ * exist. Returns 0 with *m set, or an error code with a sentence naming the
+ * file and what is wrong with it in err (errlen bytes). */
+int wl_segment_open(const char *path, uint64_t size, unsigned mode,
+                    wl_manager_t **m, char *err, size_t errlen);
+/* Unmaps a shared manager; its agents must be closed first. */
+void wl_segment_close(wl_manager_t *m);
 
 /* Registers an agent with manager m. client_id is copied; at most
  * WL_CLIENT_ID_MAX bytes. Returns 0, WL_EINVAL or WL_ENOMEM. */

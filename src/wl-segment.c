@@ -1,0 +1,314 @@
+/* A manager shared by processes: its region in a file mapped by each of
+ * them (by default in /dev/shm). The file's first page describes it and
+ * holds the manager's mutex (process-shared and robust); the region follows.
+ *
+ * Creating: the first process creates the file exclusively and, holding an
+ * exclusive flock, sizes and initialises it, then marks it ready. Others take
+ * a shared flock, which waits for that, and check everything they read
+ * before trusting it; a file whose creator died before it was ready is
+ * initialised again. A file is never trusted for its name alone: it must be
+ * a regular file, of this layout, of the size it says, and either ours or
+ * opened to us on purpose by its owner's permission bits. */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wl-internal.h"
+
+#define WL__MAGIC "web-lock"
+#define WL__PAGE 4096
+#define WL__READY 0x52454459u /* "READY" */
+
+/* What a process must agree on to share a file: the layout of the records
+ * and of the mutex. */
+#define WL__ABI                                                                \
+  ((uint32_t)sizeof(pthread_mutex_t) | ((uint32_t)sizeof(void *) << 8) |       \
+   ((uint32_t)sizeof(wl__req_t) << 16))
+
+typedef struct {
+  char magic[8];
+  uint32_t layout;
+  uint32_t abi;
+  uint64_t size;       /* of the whole file */
+  uint64_t region_off; /* where the region starts */
+  uint32_t ready;      /* WL__READY once initialised */
+  uint32_t pad;
+  pthread_mutex_t mutex;
+} wl__seg_t;
+
+static int wl__fail(char *err, size_t errlen, int rc, const char *fmt, ...) {
+  va_list ap;
+
+  if (errlen > 0) {
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return rc;
+}
+
+static int wl__init_file(int fd, wl__seg_t *seg, uint64_t size) {
+  pthread_mutexattr_t attr;
+  struct timespec ts;
+  wl_manager_t tmp;
+  int rc;
+
+  memset(seg, 0, sizeof(*seg));
+  if ((rc = pthread_mutexattr_init(&attr)) != 0)
+    return -rc;
+  if ((rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED)) == 0 &&
+      (rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST)) == 0)
+    rc = pthread_mutex_init(&seg->mutex, &attr);
+  pthread_mutexattr_destroy(&attr);
+  if (rc != 0)
+    return -rc;
+  memcpy(seg->magic, WL__MAGIC, sizeof(seg->magic));
+  seg->layout = WL_LAYOUT;
+  seg->abi = WL__ABI;
+  seg->size = size;
+  seg->region_off = WL__PAGE;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  rc = wl__region_init(&tmp, (char *)seg + WL__PAGE, size - WL__PAGE,
+                       wl__fmix((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec ^
+                                ((uint64_t)getpid() << 32)));
+  if (rc != 0)
+    return rc;
+  /* Everything above reaches the file before any process sees it ready. */
+  __atomic_store_n(&seg->ready, WL__READY, __ATOMIC_RELEASE);
+  (void)fd;
+  return 0;
+}
+
+/* Checks what the file's first page says, before anything in it is used. */
+static int wl__check_header(const char *path, const wl__seg_t *seg,
+                            uint64_t file_size, char *err, size_t errlen) {
+  if (memcmp(seg->magic, WL__MAGIC, sizeof(seg->magic)) != 0)
+    return wl__fail(err, errlen, WL_ECORRUPT,
+                    "%s is not a web-locks manager file", path);
+  if (seg->layout != WL_LAYOUT)
+    return wl__fail(err, errlen, WL_ELAYOUT,
+                    "%s has web-locks layout %u; this version of web-locks "
+                    "uses layout %u",
+                    path, seg->layout, WL_LAYOUT);
+  if (seg->abi != WL__ABI)
+    return wl__fail(err, errlen, WL_ELAYOUT,
+                    "%s was made for another machine architecture (ABI "
+                    "%#x, this process has %#x)",
+                    path, seg->abi, WL__ABI);
+  if (seg->size != file_size || seg->region_off != WL__PAGE ||
+      file_size < 2 * WL__PAGE)
+    return wl__fail(err, errlen, WL_ECORRUPT,
+                    "%s is damaged: it says it is %llu bytes with its region "
+                    "at %llu, and it is %llu bytes",
+                    path, (unsigned long long)seg->size,
+                    (unsigned long long)seg->region_off,
+                    (unsigned long long)file_size);
+  return 0;
+}
+
+/* Checks the region's header against the region's size. */
+static int wl__check_region(const char *path, const wl__hdr_t *h,
+                            uint64_t size, char *err, size_t errlen) {
+  int c;
+
+  if (h->size != size || h->used > size || h->used < sizeof(*h))
+    return wl__fail(err, errlen, WL_ECORRUPT,
+                    "%s is damaged: its region header is inconsistent", path);
+  for (c = 0; c < WL__NCLASSES; c++) {
+    if (h->free[c] != 0 && (h->free[c] >= h->used || h->free[c] < sizeof(*h)))
+      return wl__fail(err, errlen, WL_ECORRUPT,
+                      "%s is damaged: a free list points outside the region",
+                      path);
+  }
+  return 0;
+}
+
+/* A file its creator did not finish: nothing written yet (all zero, as
+ * ftruncate leaves it), or ours but not marked ready. Anything else that is
+ * not ready is someone else's file, never to be overwritten. */
+static int wl__unfinished(const wl__seg_t *seg) {
+  static const char zero[sizeof(seg->magic)];
+
+  if (__atomic_load_n(&seg->ready, __ATOMIC_ACQUIRE) == WL__READY)
+    return 0;
+  return memcmp(seg->magic, zero, sizeof(zero)) == 0 ||
+         memcmp(seg->magic, WL__MAGIC, sizeof(seg->magic)) == 0;
+}
+
+/* Owned by us, or opened to us on purpose by its owner's permission bits. */
+static int wl__check_owner(const char *path, const struct stat *st, char *err,
+                           size_t errlen) {
+  if (!S_ISREG(st->st_mode))
+    return wl__fail(err, errlen, WL_ECORRUPT, "%s is not a regular file",
+                    path);
+  if (st->st_uid != geteuid() && (st->st_mode & 0066) == 0)
+    return wl__fail(err, errlen, WL_EACCES,
+                    "%s belongs to another user (uid %u) who has not granted "
+                    "access to it",
+                    path, (unsigned)st->st_uid);
+  return 0;
+}
+
+/* A token no other open manager handle has: the local manager's is 1. */
+static uint64_t wl__owner_token(wl_manager_t *m) {
+  static _Atomic uint64_t counter;
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return wl__fmix(((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^
+                  ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)m ^
+                  ++counter) |
+         2;
+}
+
+static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
+  void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+  if (map == MAP_FAILED)
+    return -errno;
+  m->map = map;
+  m->map_size = size;
+  m->base = (char *)map + WL__PAGE;
+  m->mutex = &((wl__seg_t *)map)->mutex;
+  m->owner = wl__owner_token(m);
+  return 0;
+}
+
+/* Creates the file at path exclusively; 0, or -EEXIST if it exists. */
+static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
+                      unsigned mode, char *err, size_t errlen) {
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  int rc;
+
+  if (fd < 0)
+    return errno == EEXIST ? -EEXIST
+                           : wl__fail(err, errlen, -errno, "cannot create %s: %s",
+                                      path, strerror(errno));
+  /* Exactly the bits asked for, whatever the umask. */
+  if (fchmod(fd, mode) != 0 || flock(fd, LOCK_EX) != 0 ||
+      ftruncate(fd, (off_t)size) != 0) {
+    rc = wl__fail(err, errlen, -errno, "cannot create %s: %s", path,
+                  strerror(errno));
+  } else if ((rc = wl__map(m, fd, size)) != 0) {
+    wl__fail(err, errlen, rc, "cannot map %s: %s", path, strerror(-rc));
+  } else if ((rc = wl__init_file(fd, m->map, size)) != 0) {
+    wl__fail(err, errlen, rc, "cannot initialise %s", path);
+    munmap(m->map, size);
+  }
+  if (rc != 0) {
+    unlink(path);
+    close(fd);
+    return rc;
+  }
+  flock(fd, LOCK_UN);
+  m->fd = fd;
+  return 0;
+}
+
+/* Opens an existing file; -ENOENT if it went away meanwhile. */
+static int wl__attach(wl_manager_t *m, const char *path, char *err,
+                      size_t errlen) {
+  int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st;
+  wl__seg_t *seg;
+  int rc;
+
+  if (fd < 0)
+    return errno == ENOENT ? -ENOENT
+                           : wl__fail(err, errlen, -errno, "cannot open %s: %s",
+                                      path, strerror(errno));
+  /* Waits while its creator initialises it. */
+  if (flock(fd, LOCK_SH) != 0 || fstat(fd, &st) != 0) {
+    rc = wl__fail(err, errlen, -errno, "cannot open %s: %s", path,
+                  strerror(errno));
+    goto fail;
+  }
+  if ((rc = wl__check_owner(path, &st, err, errlen)) != 0)
+    goto fail;
+  if ((uint64_t)st.st_size < WL__PAGE) {
+    rc = wl__fail(err, errlen, WL_ECORRUPT,
+                  "%s is damaged: %llu bytes is too short for a web-locks "
+                  "manager file",
+                  path, (unsigned long long)st.st_size);
+    goto fail;
+  }
+  if ((rc = wl__map(m, fd, (uint64_t)st.st_size)) != 0) {
+    wl__fail(err, errlen, rc, "cannot map %s: %s", path, strerror(-rc));
+    goto fail;
+  }
+  seg = m->map;
+  if (wl__unfinished(seg)) {
+    /* Its creator died before it was ready: initialise it again, alone. */
+    if (flock(fd, LOCK_EX) != 0) {
+      rc = wl__fail(err, errlen, -errno, "cannot open %s: %s", path,
+                    strerror(errno));
+    } else if (wl__unfinished(seg) && st.st_size >= 2 * WL__PAGE &&
+               (rc = wl__init_file(fd, seg, (uint64_t)st.st_size)) != 0) {
+      wl__fail(err, errlen, rc, "cannot initialise %s", path);
+    }
+    if (rc != 0)
+      goto unmap;
+  }
+  if ((rc = wl__check_header(path, seg, (uint64_t)st.st_size, err, errlen)) !=
+          0 ||
+      (rc = wl__check_region(path, WL__HDR(m), seg->size - WL__PAGE, err,
+                             errlen)) != 0)
+    goto unmap;
+  flock(fd, LOCK_UN);
+  m->fd = fd;
+  return 0;
+unmap:
+  munmap(m->map, m->map_size);
+fail:
+  close(fd);
+  return rc;
+}
+
+int wl_segment_open(const char *path, uint64_t size, unsigned mode,
+                    wl_manager_t **out, char *err, size_t errlen) {
+  wl_manager_t *m;
+  int rc, tries;
+
+  if (size < 2 * WL__PAGE || size % WL__PAGE != 0 || (mode & ~0666u) != 0)
+    return wl__fail(err, errlen, WL_EINVAL,
+                    "a manager file needs a size of at least %d bytes, in "
+                    "whole pages, and permission bits within 0666",
+                    2 * WL__PAGE);
+  m = calloc(1, sizeof(*m));
+  if (m == NULL)
+    return wl__fail(err, errlen, WL_ENOMEM, "out of memory");
+  /* Created by us, or by another process between our two attempts. */
+  for (tries = 0; tries < 8; tries++) {
+    rc = wl__create(m, path, size, mode, err, errlen);
+    if (rc != -EEXIST)
+      break;
+    rc = wl__attach(m, path, err, errlen);
+    if (rc != -ENOENT)
+      break;
+  }
+  if (rc == -EEXIST || rc == -ENOENT)
+    rc = wl__fail(err, errlen, rc, "%s keeps appearing and disappearing",
+                  path);
+  if (rc != 0) {
+    free(m);
+    return rc;
+  }
+  *out = m;
+  return 0;
+}
+
+void wl_segment_close(wl_manager_t *m) {
+  munmap(m->map, m->map_size);
+  close(m->fd);
+  free(m);
+}

@@ -1,0 +1,244 @@
+/* wl_segment_open: a manager in a file shared by processes. Creating and
+ * attaching, the same algorithms across two mappings and across a fork, and
+ * every kind of bad file refused with its path and its fault named. */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define SIZE (1 << 20)
+
+static char path[128];
+static char err[512];
+
+static void fresh_path(void) {
+  static int n;
+  snprintf(path, sizeof(path), "/dev/shm/wl-test-%d-%d", (int)getpid(), ++n);
+  unlink(path);
+}
+
+static void ignore_notify(wl_agent_t *agent) { (void)agent; }
+
+static wl_manager_t *open_ok(void) {
+  wl_manager_t *m = NULL;
+  int rc = wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err));
+  if (rc != 0)
+    fprintf(stderr, "wl_segment_open: %d: %s\n", rc, err);
+  ASSERT_EQ(0, rc);
+  return m;
+}
+
+/* Polls an agent of another mapping, which this test build does not wake. */
+static wl_request_t *next_within(wl_agent_t *agent, unsigned *events) {
+  struct timespec ms = {0, 1000000};
+  int i;
+
+  for (i = 0; i < 5000; i++) {
+    wl_request_t *req = wl_agent_next(agent, events);
+    if (req != NULL)
+      return req;
+    nanosleep(&ms, NULL);
+  }
+  return NULL;
+}
+
+static void expect_open_fails(int want, const char *fault) {
+  wl_manager_t *m = NULL;
+  int rc = wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err));
+  if (rc != want || strstr(err, path) == NULL || strstr(err, fault) == NULL) {
+    fprintf(stderr, "want %d naming %s and '%s'; got %d: %s\n", want, path,
+            fault, rc, err);
+    ASSERT(0);
+  }
+}
+
+static void write_file(const void *bytes, size_t len) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT(fd >= 0);
+  ASSERT_EQ((long long)len, write(fd, bytes, len));
+  close(fd);
+}
+
+/* Patches bytes of an existing manager file. */
+static void patch(off_t at, const void *bytes, size_t len) {
+  int fd = open(path, O_WRONLY);
+  ASSERT(fd >= 0);
+  ASSERT_EQ((long long)len, pwrite(fd, bytes, len, at));
+  close(fd);
+}
+
+static void test_create_then_attach(void) {
+  wl_manager_t *m1, *m2;
+  wl_agent_t a, b;
+  wl_request_t ra, rb;
+  wl_snapshot_t snap;
+  struct stat st;
+  unsigned events;
+
+  fresh_path();
+  m1 = open_ok();
+  ASSERT_EQ(0, stat(path, &st));
+  ASSERT_EQ(0600, st.st_mode & 0777);
+  ASSERT_EQ(SIZE, st.st_size);
+  m2 = open_ok();
+  ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), ignore_notify));
+  ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), ignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE,
+            wl_request(&a, &ra, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl_request(&b, &rb, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl_snapshot(m2, &snap));
+  EXPECT_HELD(&snap, {NAME("x"), WL_EXCLUSIVE, ID("a")});
+  EXPECT_PENDING(&snap, {NAME("x"), WL_EXCLUSIVE, ID("b")});
+  wl_snapshot_free(&snap);
+  ASSERT(wl_agent_next(&a, &events) == &ra);
+  ASSERT_EQ(1, wl_release(&ra));
+  ASSERT(next_within(&b, &events) == &rb);
+  ASSERT_EQ(WL_EV_GRANTED, events);
+  ASSERT_EQ(1, wl_release(&rb));
+  ASSERT_EQ(0, wl__name_count(m1));
+  wl_agent_close(&a);
+  wl_agent_close(&b);
+  wl_segment_close(m1);
+  wl_segment_close(m2);
+  unlink(path);
+}
+
+/* A child process holds the lock; this one queues behind it and is granted
+ * when the child releases it. */
+static void test_across_a_fork(void) {
+  int to_child[2], to_parent[2], status;
+  wl_manager_t *m;
+  wl_agent_t a;
+  wl_request_t r;
+  unsigned events;
+  char byte;
+  pid_t pid;
+
+  fresh_path();
+  m = open_ok();
+  wl_segment_close(m);
+  ASSERT_EQ(0, pipe(to_child));
+  ASSERT_EQ(0, pipe(to_parent));
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    wl_agent_t c;
+    wl_request_t h;
+    m = open_ok();
+    ASSERT_EQ(0, wl_agent_init(m, &c, ID("child"), ignore_notify));
+    ASSERT_EQ(WL_GRANTED_AT_ONCE,
+              wl_request(&c, &h, NAME("x"), WL_EXCLUSIVE, 0));
+    ASSERT_EQ(1, write(to_parent[1], "h", 1));
+    ASSERT_EQ(1, read(to_child[0], &byte, 1));
+    ASSERT_EQ(1, wl_release(&h));
+    wl_agent_close(&c);
+    wl_segment_close(m);
+    _exit(0);
+  }
+  ASSERT_EQ(1, read(to_parent[0], &byte, 1));
+  m = open_ok();
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("parent"), ignore_notify));
+  ASSERT_EQ(0, wl_request(&a, &r, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT(wl_agent_next(&a, &events) == NULL);
+  ASSERT_EQ(1, write(to_child[1], "r", 1));
+  ASSERT_EQ(pid, waitpid(pid, &status, 0));
+  ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT(next_within(&a, &events) == &r);
+  ASSERT_EQ(WL_EV_GRANTED, events);
+  ASSERT_EQ(1, wl_release(&r));
+  wl_agent_close(&a);
+  wl_segment_close(m);
+  close(to_child[0]);
+  close(to_child[1]);
+  close(to_parent[0]);
+  close(to_parent[1]);
+  unlink(path);
+}
+
+static void test_bad_files(void) {
+  static char garbage[8192];
+  wl_manager_t *m;
+  uint32_t layout = WL_LAYOUT + 1, zero = 0;
+  uint64_t huge = (uint64_t)1 << 40;
+
+  fresh_path();
+  write_file("web-lock", 8);
+  expect_open_fails(WL_ECORRUPT, "too short");
+
+  memset(garbage, 0x5a, sizeof(garbage));
+  write_file(garbage, sizeof(garbage));
+  expect_open_fails(WL_ECORRUPT, "not a web-locks manager file");
+
+  unlink(path);
+  m = open_ok();
+  wl_segment_close(m);
+  patch(8, &layout, sizeof(layout));
+  expect_open_fails(WL_ELAYOUT, "has web-locks layout 2; this version of "
+                                "web-locks uses layout 1");
+
+  unlink(path);
+  m = open_ok();
+  wl_segment_close(m);
+  ASSERT_EQ(0, truncate(path, SIZE * 2));
+  expect_open_fails(WL_ECORRUPT, "it says it is 1048576 bytes");
+
+  /* The region's header: its `used` mark (the second word) past its end. */
+  unlink(path);
+  m = open_ok();
+  wl_segment_close(m);
+  patch(4096 + 8, &huge, sizeof(huge));
+  expect_open_fails(WL_ECORRUPT, "region header is inconsistent");
+
+  /* A file whose creator died before it was ready is made again. */
+  unlink(path);
+  m = open_ok();
+  wl_segment_close(m);
+  patch(32, &zero, sizeof(zero));
+  m = open_ok();
+  wl_segment_close(m);
+  unlink(path);
+}
+
+static void test_owner_and_permissions(void) {
+  wl_manager_t *m;
+  struct stat st;
+
+  fresh_path();
+  ASSERT_EQ(0, wl_segment_open(path, SIZE, 0640, &m, err, sizeof(err)));
+  ASSERT_EQ(0, stat(path, &st));
+  ASSERT_EQ(0640, st.st_mode & 0777);
+  wl_segment_close(m);
+  if (geteuid() == 0) {
+    /* Another user's file is refused unless its owner opened it to others. */
+    ASSERT_EQ(0, chown(path, 12345, 12345));
+    ASSERT_EQ(0, chmod(path, 0600));
+    expect_open_fails(WL_EACCES, "belongs to another user (uid 12345)");
+    ASSERT_EQ(0, chmod(path, 0660));
+    m = open_ok();
+    wl_segment_close(m);
+  }
+  unlink(path);
+
+  /* A symbolic link is not followed: scopes cannot be redirected. */
+  ASSERT_EQ(0, symlink("/dev/null", path));
+  expect_open_fails(-ELOOP, path);
+  unlink(path);
+
+  ASSERT_EQ(WL_EINVAL, wl_segment_open(path, 5000, 0600, &m, err, sizeof(err)));
+  ASSERT_EQ(WL_EINVAL, wl_segment_open(path, SIZE, 01600, &m, err, sizeof(err)));
+}
+
+int main(void) {
+  RUN(test_create_then_attach);
+  RUN(test_across_a_fork);
+  RUN(test_bad_files);
+  RUN(test_owner_and_permissions);
+  return 0;
+}
