@@ -304,8 +304,10 @@ static wlb_req_t *wlb__req_arg(napi_env env, wlb_thread_t *t, napi_value v) {
 static napi_value wlb__throw_code(napi_env env, int rc) {
   if (rc == WL_EINVAL)
     napi_throw_type_error(env, "EINVAL", "web-locks: invalid request");
-  else
+  else if (rc == WL_ENOMEM)
     napi_throw_range_error(env, "ENOMEM", "web-locks: out of memory");
+  else
+    napi_throw_error(env, "ECORRUPT", "web-locks: the lock manager's state is damaged beyond repair");
   return NULL;
 }
 
@@ -451,6 +453,8 @@ static napi_value wlb_release(napi_env env, napi_callback_info info) {
       (r = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
   held = wl_release(&r->req);
+  if (held < 0)
+    return wlb__throw_code(env, held);
   wlb__free(t, r);
   WLB_CALL(env, napi_get_boolean(env, held, &result));
   return result;
@@ -467,6 +471,8 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
       (r = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
   removed = wl_abort(&r->req);
+  if (removed < 0)
+    return wlb__throw_code(env, removed);
   if (removed)
     wlb__free(t, r);
   WLB_CALL(env, napi_get_boolean(env, removed, &result));

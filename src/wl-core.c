@@ -3,6 +3,10 @@
  * under it, so each one is atomic with respect to every thread. The state is
  * in the manager's region, reached by offsets (`n` for a name's record, `r`
  * for a request's, `a` for an agent's). */
+/* pthread_mutex_consistent is POSIX 2008. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +20,24 @@
 #define AT(off, type, member) ((off) + offsetof(type, member))
 #define REQ_OF(link, member) wl__record_of(link, wl__req_t, member)
 
+int wl__lock(wl_manager_t *m) {
+  int rc = pthread_mutex_lock(m->mutex);
+
+  if (rc == EOWNERDEAD) {
+    /* Its last holder died inside an algorithm: repair, then go on. */
+    rc = wl__recover(m);
+    pthread_mutex_consistent(m->mutex);
+    if (rc != 0)
+      wl__unlock(m);
+    return rc;
+  }
+  return rc == 0 ? 0 : WL_ECORRUPT;
+}
+
+void wl__unlock(wl_manager_t *m) { pthread_mutex_unlock(m->mutex); }
+
+static uint64_t wl__stamp(wl_manager_t *m) { return ++WL__HDR(m)->stamp; }
+
 /* Queues an event for the request's agent and wakes the agent when its
  * mailbox was empty, so a burst of events costs one wake-up. */
 static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
@@ -26,7 +48,9 @@ static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
 
   if (agent->closing)
     return;
-  req->events |= ev;
+  if (!wl__linked(B(m), AT(r, wl__req_t, mlink)))
+    req->mkey = wl__stamp(m);
+  WL__PUBLISH(req->events, (uint8_t)(req->events | ev));
   if (wl__linked(B(m), AT(r, wl__req_t, mlink)))
     return;
   was_empty = wl__list_empty(B(m), mail);
@@ -51,7 +75,9 @@ static void wl__hold(wl_manager_t *m, wl_off_t n, wl_off_t r) {
   wl__name_t *name = NAME(m, n);
   wl__req_t *req = REQ(m, r);
 
-  req->state = WL__HELD;
+  req->hkey = wl__stamp(m);
+  WL__PUBLISH(req->state, WL__HELD);
+  WL__FAULT("hold");
   wl__list_remove(B(m), AT(r, wl__req_t, alink));
   wl__list_append(B(m), AT(req->agent, wl__agent_t, held),
                   AT(r, wl__req_t, alink));
@@ -61,20 +87,22 @@ static void wl__hold(wl_manager_t *m, wl_off_t n, wl_off_t r) {
     name->nexclusive++;
 }
 
-static void wl__unhold(wl_manager_t *m, wl_off_t n, wl_off_t r) {
+static void wl__unhold(wl_manager_t *m, wl_off_t n, wl_off_t r,
+                       uint8_t state) {
   wl__name_t *name = NAME(m, n);
   wl__req_t *req = REQ(m, r);
 
+  WL__PUBLISH(req->state, state);
+  WL__FAULT("unhold");
   wl__list_remove(B(m), AT(r, wl__req_t, qlink));
   name->nheld--;
   if (req->mode == WL_EXCLUSIVE)
     name->nexclusive--;
-  req->state = WL__IDLE;
 }
 
 /* Process the lock request queue (4.4): grant from the head while the head
  * is grantable. */
-static void wl__process(wl_manager_t *m, wl_off_t n) {
+void wl__process(wl_manager_t *m, wl_off_t n) {
   wl_off_t queue = AT(n, wl__name_t, queue);
 
   while (!wl__list_empty(B(m), queue)) {
@@ -99,7 +127,8 @@ static void wl__steal(wl_manager_t *m, wl_off_t n) {
 
   while (!wl__list_empty(B(m), held)) {
     wl_off_t h = REQ_OF(WL__LINK(B(m), held)->next, qlink);
-    wl__unhold(m, n, h);
+    wl__unhold(m, n, h, WL__STOLEN);
+    WL__FAULT("steal");
     wl__list_remove(B(m), AT(h, wl__req_t, alink));
     wl__list_append(B(m), AT(REQ(m, h)->agent, wl__agent_t, stolen),
                     AT(h, wl__req_t, alink));
@@ -111,14 +140,15 @@ int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
                   size_t client_id_len, wl_notify_cb notify) {
   wl__agent_t *a;
   wl_off_t off;
+  int rc;
 
   if (client_id_len > WL_CLIENT_ID_MAX || notify == NULL)
     return WL_EINVAL;
-  pthread_mutex_lock(m->mutex);
+  if ((rc = wl__lock(m)) != 0)
+    return rc;
   off = wl__alloc(m, WL__AGENT, sizeof(*a));
   if (off != 0) {
     a = AGENT(m, off);
-    memset(a, 0, sizeof(*a));
     wl__list_init(B(m), AT(off, wl__agent_t, queued));
     wl__list_init(B(m), AT(off, wl__agent_t, held));
     wl__list_init(B(m), AT(off, wl__agent_t, stolen));
@@ -129,7 +159,7 @@ int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
     if (client_id_len > 0)
       memcpy(a->client_id, client_id, client_id_len);
   }
-  pthread_mutex_unlock(m->mutex);
+  wl__unlock(m);
   if (off == 0)
     return WL_ENOMEM;
   agent->m = m;
@@ -144,11 +174,13 @@ static void wl__end(wl_manager_t *m, wl_off_t r) {
   wl__req_t *req = REQ(m, r);
   wl_off_t n = req->name;
 
-  if (req->state == WL__HELD)
-    wl__unhold(m, n, r);
-  else
+  if (req->state == WL__HELD) {
+    wl__unhold(m, n, r, WL__IDLE);
+  } else {
+    WL__PUBLISH(req->state, WL__IDLE);
     wl__list_remove(B(m), AT(r, wl__req_t, qlink));
-  req->state = WL__IDLE;
+  }
+  WL__FAULT("end");
   wl__list_remove(B(m), AT(r, wl__req_t, alink));
   wl__process(m, n);
   wl__maybe_drop(m, n);
@@ -169,7 +201,8 @@ void wl_agent_close(wl_agent_t *agent) {
   wl_off_t queued = AT(a, wl__agent_t, queued), held = AT(a, wl__agent_t, held);
   wl_off_t stolen = AT(a, wl__agent_t, stolen), mail = AT(a, wl__agent_t, mail);
 
-  pthread_mutex_lock(m->mutex);
+  if (wl__lock(m) != 0)
+    return; /* a manager beyond repair: nothing left to end */
   /* Grants to the agent on the way out (a request of its own behind one it
    * aborts) join its held list and are released below; they send no mail. */
   AGENT(m, a)->closing = 1;
@@ -189,7 +222,7 @@ void wl_agent_close(wl_agent_t *agent) {
   while (!wl__list_empty(B(m), mail))
     wl__forget(m, REQ_OF(WL__LINK(B(m), mail)->next, mlink));
   wl__free(m, a);
-  pthread_mutex_unlock(m->mutex);
+  wl__unlock(m);
 }
 
 wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {
@@ -197,7 +230,8 @@ wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {
   wl_off_t mail = AT(agent->off, wl__agent_t, mail);
   wl_request_t *handle = NULL;
 
-  pthread_mutex_lock(m->mutex);
+  if (wl__lock(m) != 0)
+    return NULL;
   if (!wl__list_empty(B(m), mail)) {
     wl_off_t r = REQ_OF(WL__LINK(B(m), mail)->next, mlink);
     wl__req_t *req = REQ(m, r);
@@ -209,7 +243,7 @@ wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {
     if (*events & WL_EV_UNAVAILABLE)
       wl__free(m, r);
   }
-  pthread_mutex_unlock(m->mutex);
+  wl__unlock(m);
   return handle;
 }
 
@@ -242,17 +276,19 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   req->agent = agent;
   hash = wl__hash(m, name, name_len); /* outside the mutex: names can be long */
 
-  pthread_mutex_lock(m->mutex);
+  if ((granted = wl__lock(m)) != 0)
+    return granted;
   r = wl__alloc(m, WL__REQUEST, sizeof(*rec));
+  WL__FAULT("request-alloc");
   if (r == 0) {
-    pthread_mutex_unlock(m->mutex);
+    wl__unlock(m);
     return WL_ENOMEM;
   }
   rec = REQ(m, r);
-  memset(rec, 0, sizeof(*rec));
   rec->agent = agent->off;
   rec->handle = (uint64_t)(uintptr_t)req;
   rec->mode = (uint8_t)mode;
+  rec->rkey = wl__stamp(m);
   req->off = r;
   req->gen = wl__block(m, r)->gen;
   n = wl__names_find(m, hash, name, name_len);
@@ -260,7 +296,7 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
       !(wl__list_empty(B(m), AT(n, wl__name_t, queue)) &&
         wl__compatible(NAME(m, n), mode))) {
     wl__mail(m, r, WL_EV_UNAVAILABLE);
-    pthread_mutex_unlock(m->mutex);
+    wl__unlock(m);
     return 0;
   }
   if (n == 0) {
@@ -268,17 +304,21 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
     if (n == 0) {
       wl__free(m, r);
       req->off = 0;
-      pthread_mutex_unlock(m->mutex);
+      wl__unlock(m);
       return WL_ENOMEM;
     }
   }
+  WL__FAULT("request-name");
   rec = REQ(m, r);
   rec->name = n;
-  rec->state = WL__QUEUED;
+  rec->qkey = (flags & WL_STEAL) ? -(int64_t)wl__stamp(m) : (int64_t)wl__stamp(m);
+  WL__PUBLISH(rec->state, WL__QUEUED);
+  WL__FAULT("request-queued");
   wl__list_append(B(m), AT(agent->off, wl__agent_t, queued),
                   AT(r, wl__req_t, alink));
   if (flags & WL_STEAL) {
     wl__steal(m, n);
+    WL__FAULT("request-stole");
     wl__list_prepend(B(m), AT(n, wl__name_t, queue), AT(r, wl__req_t, qlink));
   } else {
     wl__list_append(B(m), AT(n, wl__name_t, queue), AT(r, wl__req_t, qlink));
@@ -286,24 +326,26 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   wl__process(m, n);
   /* Read under the mutex: once it is released, any thread may change it. */
   granted = REQ(m, r)->state == WL__HELD;
-  pthread_mutex_unlock(m->mutex);
+  wl__unlock(m);
   return granted ? WL_GRANTED_AT_ONCE : 0;
 }
 
 int wl_release(wl_request_t *req) {
   wl_manager_t *m = req->agent->m;
   wl_off_t r;
-  int held = 0;
+  int held = 0, state;
 
-  pthread_mutex_lock(m->mutex);
+  if ((held = wl__lock(m)) != 0)
+    return held;
   r = wl__live(m, req);
   if (r != 0) {
-    held = REQ(m, r)->state == WL__HELD;
-    if (REQ(m, r)->state != WL__IDLE)
+    state = REQ(m, r)->state;
+    held = state == WL__HELD;
+    if (state == WL__HELD || state == WL__QUEUED)
       wl__end(m, r);
     wl__forget(m, r);
   }
-  pthread_mutex_unlock(m->mutex);
+  wl__unlock(m);
   return held;
 }
 
@@ -313,14 +355,15 @@ int wl_abort(wl_request_t *req) {
   wl_off_t r;
   int removed = 0;
 
-  pthread_mutex_lock(m->mutex);
+  if ((removed = wl__lock(m)) != 0)
+    return removed;
   r = wl__live(m, req);
   if (r != 0 && REQ(m, r)->state == WL__QUEUED) {
     wl__end(m, r);
     wl__forget(m, r);
     removed = 1;
   }
-  pthread_mutex_unlock(m->mutex);
+  wl__unlock(m);
   return removed;
 }
 
@@ -352,7 +395,10 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   uint16_t *names;
   char *chars;
 
-  pthread_mutex_lock(m->mutex);
+  int rc;
+
+  if ((rc = wl__lock(m)) != 0)
+    return rc;
   for (ln = WL__LINK(B(m), order)->next; ln != order;
        ln = WL__LINK(B(m), ln)->next) {
     wl_off_t n = wl__record_of(ln, wl__name_t, order);
@@ -368,7 +414,7 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   snap->mem = malloc((nheld + npending) * sizeof(wl_info_t) +
                      units * sizeof(uint16_t) + text + 1);
   if (snap->mem == NULL) {
-    pthread_mutex_unlock(m->mutex);
+    wl__unlock(m);
     return WL_ENOMEM;
   }
   held = snap->held = snap->mem;
@@ -392,7 +438,7 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
       held = wl__fill(m, held, REQ_OF(lr, qlink), names, i, &chars);
     names += name->len;
   }
-  pthread_mutex_unlock(m->mutex);
+  wl__unlock(m);
   return 0;
 }
 
@@ -404,8 +450,9 @@ void wl_snapshot_free(wl_snapshot_t *snap) {
 size_t wl__name_count(wl_manager_t *m) {
   size_t count;
 
-  pthread_mutex_lock(m->mutex);
+  if (wl__lock(m) != 0)
+    return 0;
   count = WL__HDR(m)->count;
-  pthread_mutex_unlock(m->mutex);
+  wl__unlock(m);
   return count;
 }

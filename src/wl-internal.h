@@ -48,8 +48,12 @@ typedef struct {
   char client_id[WL_CLIENT_ID_MAX];
 } wl__agent_t;
 
-enum { WL__IDLE = 0, WL__QUEUED = 1, WL__HELD = 2 };
+/* A request's state. IDLE: made (not yet queued), or unavailable. */
+enum { WL__IDLE = 0, WL__QUEUED = 1, WL__HELD = 2, WL__STOLEN = 3 };
 
+/* The ground truth of a shared manager: its request records. Every list
+ * that links them can be rebuilt from their state, names, agents and keys
+ * (wl-recover.c), which are written before the state that publishes them. */
 typedef struct {
   wl__link_t qlink; /* in its name's queue when queued, held list when held */
   wl__link_t alink; /* in its agent's queued, held or stolen list */
@@ -57,17 +61,36 @@ typedef struct {
   wl_off_t agent;
   wl_off_t name;
   uint64_t handle; /* its wl_request_t, in the process that owns it */
+  int64_t qkey;    /* place in its name's queue: stamp, or -stamp if a steal */
+  uint64_t rkey;   /* place in its agent's requests (request order) */
+  uint64_t hkey;   /* place in the held set (grant order) */
+  uint64_t mkey;   /* place in its agent's mail */
   uint8_t mode;
   uint8_t state;
   uint8_t events;
 } wl__req_t;
+
+/* Publishes a record's state after the fields it makes meaningful, so that a
+ * process killed between two stores leaves either the old or the new state
+ * in place, never a state without its keys. */
+#define WL__PUBLISH(field, value) __atomic_store_n(&(field), (value), __ATOMIC_RELEASE)
+
+/* Named points where a test build (WL_FAULTS) can kill the process, to
+ * prove that the next process to take the mutex finds a consistent state. */
+#ifdef WL_FAULTS
+extern void (*wl__fault_hook)(const char *point);
+#define WL__FAULT(point) (wl__fault_hook != NULL ? wl__fault_hook(point) : (void)0)
+#else
+#define WL__FAULT(point) ((void)0)
+#endif
 
 /* The region's header, at offset 0. */
 typedef struct {
   uint64_t size; /* bytes the region may use */
   uint64_t used; /* bytes handed out so far, from the start */
   wl_off_t free[WL__NCLASSES];
-  uint64_t seed; /* of the names' hash, shared by every user of the region */
+  uint64_t seed;  /* of the names' hash, shared by every user of the region */
+  uint64_t stamp; /* the last order key handed out */
   /* The table of names: chained hashing, plus first-use order. */
   wl_off_t buckets; /* a WL__ARRAY block of nbuckets offsets, or 0 */
   uint64_t nbuckets;
@@ -99,11 +122,23 @@ wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind, uint64_t bytes);
 void wl__free(wl_manager_t *m, wl_off_t off);
 wl__block_t *wl__block(wl_manager_t *m, wl_off_t off);
 
+/* Takes and gives back the manager's mutex. Taking it repairs a shared
+ * manager whose previous holder died (wl-recover.c); returns 0 or an error
+ * code, and then the mutex is not held. */
+int wl__lock(wl_manager_t *m);
+void wl__unlock(wl_manager_t *m);
+int wl__recover(wl_manager_t *m);
+/* Process a name's queue (4.4), as every algorithm ends. */
+void wl__process(wl_manager_t *m, wl_off_t n);
+
 /* The table of names (wl-names.c). */
 uint64_t wl__fmix(uint64_t k); /* a 64-bit finalizer, for seeds and hashes */
 uint64_t wl__hash(wl_manager_t *m, const uint16_t *units, size_t len);
 wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash, const uint16_t *units,
                         size_t len);
+/* Puts a name record (its hash and units set) in the table: 0 or
+ * WL_ENOMEM. */
+int wl__names_link(wl_manager_t *m, wl_off_t n);
 /* Returns 0 when the region is full. */
 wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
                        size_t len);

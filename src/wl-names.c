@@ -89,38 +89,48 @@ wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash, const uint16_t *units,
   return 0;
 }
 
-wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
-                       size_t len) {
+int wl__names_link(wl_manager_t *m, wl_off_t n) {
   wl__hdr_t *h = WL__HDR(m);
-  wl__name_t *name;
-  wl_off_t n, *b;
+  wl__name_t *name = WL__NAME(m, n);
+  wl_off_t *b;
 
-  if (len > (UINT64_MAX - sizeof(*name)) / sizeof(uint16_t))
-    return 0;
   if (h->nbuckets == 0) {
     wl__names_resize(m, WL__MIN_BUCKETS);
     if (h->nbuckets == 0)
-      return 0;
+      return WL_ENOMEM;
   } else if (h->count >= h->nbuckets) {
     wl__names_resize(m, h->nbuckets * 2);
   }
+  b = &WL__BUCKETS(m)[name->hash & (h->nbuckets - 1)];
+  name->hnext = *b;
+  *b = n;
+  wl__list_append(m->base, wl__off_of(m->base, &h->order),
+                  n + offsetof(wl__name_t, order));
+  h->count++;
+  return 0;
+}
+
+wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
+                       size_t len) {
+  wl__name_t *name;
+  wl_off_t n;
+
+  if (len > (UINT64_MAX - sizeof(*name)) / sizeof(uint16_t))
+    return 0;
   n = wl__alloc(m, WL__NAME, sizeof(*name) + len * sizeof(uint16_t));
   if (n == 0)
     return 0;
   name = WL__NAME(m, n);
-  memset(name, 0, sizeof(*name));
   wl__list_init(m->base, n + offsetof(wl__name_t, queue));
   wl__list_init(m->base, n + offsetof(wl__name_t, held));
   name->hash = hash;
   name->len = len;
   if (len > 0)
     memcpy(name->units, units, len * sizeof(uint16_t));
-  b = &WL__BUCKETS(m)[hash & (h->nbuckets - 1)];
-  name->hnext = *b;
-  *b = n;
-  wl__list_append(m->base, wl__off_of(m->base, &h->order),
-                  n + offsetof(wl__name_t, order));
-  h->count++;
+  if (wl__names_link(m, n) != 0) {
+    wl__free(m, n);
+    return 0;
+  }
   return n;
 }
 

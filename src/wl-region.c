@@ -19,6 +19,9 @@
  * a burst of long names leaves no memory behind. */
 #define WL__RETURN_BYTES ((uint64_t)1 << 20)
 
+/* How much of a new record wl__alloc zeroes: every record's fixed part. */
+#define WL__ZERO_BYTES 256
+
 #define WL__BLOCK(m, rec) ((wl__block_t *)WL__REC(m, (rec) - sizeof(wl__block_t)))
 
 static int wl__class_of(uint64_t bytes) {
@@ -48,6 +51,11 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
   return 0;
 }
 
+/* Crash-safe order: a block is carved (its header written, then `used`
+ * moved past it) or taken off its free list before it gets its kind, and it
+ * gets its kind only once its record's fixed part is zero, so a process
+ * killed anywhere in between leaves a FREE block or a blank record, never a
+ * stale one that recovery could mistake for live. */
 wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind, uint64_t bytes) {
   wl__hdr_t *h = WL__HDR(m);
   int c = wl__class_of(bytes);
@@ -65,12 +73,15 @@ wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind, uint64_t bytes) {
     if (block > h->size - h->used)
       return 0;
     rec = h->used + sizeof(wl__block_t);
-    h->used += block;
     b = WL__BLOCK(m, rec);
     b->cls = (uint32_t)c;
+    b->kind = WL__FREE;
     b->gen = 0;
+    WL__PUBLISH(h->used, h->used + block);
   }
-  b->kind = kind;
+  WL__FAULT("alloc");
+  memset(WL__REC(m, rec), 0, bytes < WL__ZERO_BYTES ? bytes : WL__ZERO_BYTES);
+  WL__PUBLISH(b->kind, kind);
   return rec;
 }
 
@@ -79,8 +90,9 @@ void wl__free(wl_manager_t *m, wl_off_t rec) {
   wl__block_t *b = WL__BLOCK(m, rec);
   uint64_t block = (uint64_t)1 << (b->cls + WL__MIN_SHIFT);
 
-  b->kind = WL__FREE;
+  WL__PUBLISH(b->kind, WL__FREE);
   b->gen++;
+  WL__FAULT("free");
   *(wl_off_t *)WL__REC(m, rec) = h->free[b->cls];
   h->free[b->cls] = rec;
   if (block >= WL__RETURN_BYTES) {

@@ -5,6 +5,8 @@
 
 #define MAIL_MAX 64
 
+void (*wl__fault_hook)(const char *point);
+
 _Noreturn void test_fail(const char *file, int line, const char *expr) {
   fflush(stdout);
   fprintf(stderr, "%s:%d: assertion failed: %s\n", file, line, expr);

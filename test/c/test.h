@@ -78,6 +78,10 @@ _Noreturn void test_fail_eq(const char *file, int line, const char *want,
 void run_test(const char *file, const char *name, void (*fn)(void));
 
 void tagent_init(tagent_t *t, const char *client_id, size_t client_id_len);
+
+/* Checks every list and counter of m against its records (check.c): 0, or
+ * WL_ECORRUPT after saying what is wrong. */
+int wl__check(wl_manager_t *m);
 void tagent_close(tagent_t *t);
 
 /* Takes t's mail and pops every event; stores the first `max` in `out` and

@@ -1,0 +1,284 @@
+/* Recovery of a shared manager whose mutex holder died inside an algorithm
+ * (the robust mutex says EOWNERDEAD). As SQLite and LMDB do, it trusts only
+ * what it can re-derive: it walks every block of the region, keeps the
+ * request and agent records whose fields are consistent, and rebuilds from
+ * them everything else (free lists, the table of names, every queue, held
+ * list, mailbox and counter), in the order their keys say. Then it processes
+ * every queue, since the dead holder may have left grants undone. Every
+ * offset it reads is checked against the blocks it found. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "wl-internal.h"
+
+#define B(m) ((m)->base)
+#define NAME(m, off) ((wl__name_t *)WL__REC(m, off))
+#define REQ(m, off) ((wl__req_t *)WL__REC(m, off))
+#define AGENT(m, off) ((wl__agent_t *)WL__REC(m, off))
+#define AT(off, type, member) ((off) + offsetof(type, member))
+
+typedef struct {
+  wl_off_t *recs; /* every block's record offset, in address order */
+  uint32_t *kinds;
+  size_t n;
+} wl__blocks_t;
+
+/* The index of the block whose record is at off, or -1 if none is. */
+static ptrdiff_t wl__index_of(const wl__blocks_t *bl, wl_off_t off) {
+  size_t lo = 0, hi = bl->n;
+
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (bl->recs[mid] < off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < bl->n && bl->recs[lo] == off ? (ptrdiff_t)lo : -1;
+}
+
+static uint32_t wl__kind_at(const wl__blocks_t *bl, wl_off_t off) {
+  ptrdiff_t i = wl__index_of(bl, off);
+  return i < 0 ? WL__FREE : bl->kinds[i];
+}
+
+static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl_off_t at = (sizeof(*h) + 15) & ~(uint64_t)15;
+  size_t cap = 0;
+
+  bl->recs = NULL;
+  bl->kinds = NULL;
+  bl->n = 0;
+  if (h->used > h->size)
+    return WL_ECORRUPT;
+  while (at < h->used) {
+    wl__block_t *b = WL__AT(B(m), at);
+    uint64_t size;
+    if (h->used - at < sizeof(*b) || b->cls >= WL__NCLASSES)
+      return WL_ECORRUPT;
+    size = (uint64_t)1 << (b->cls + WL__MIN_SHIFT);
+    if (size > h->used - at || b->kind > WL__ARRAY)
+      return WL_ECORRUPT;
+    if (bl->n == cap) {
+      size_t ncap = cap ? cap * 2 : 1024;
+      wl_off_t *recs = realloc(bl->recs, ncap * sizeof(*recs));
+      uint32_t *kinds = recs ? realloc(bl->kinds, ncap * sizeof(*kinds)) : NULL;
+      if (recs != NULL)
+        bl->recs = recs;
+      if (kinds == NULL)
+        return WL_ENOMEM;
+      bl->kinds = kinds;
+      cap = ncap;
+    }
+    bl->recs[bl->n] = at + sizeof(*b);
+    bl->kinds[bl->n] = b->kind;
+    bl->n++;
+    at += size;
+  }
+  return 0;
+}
+
+typedef struct {
+  int64_t key;
+  wl_off_t off;
+} wl__keyed_t;
+
+static int wl__by_key(const void *pa, const void *pb) {
+  int64_t a = ((const wl__keyed_t *)pa)->key, b = ((const wl__keyed_t *)pb)->key;
+  return a < b ? -1 : a > b;
+}
+
+/* Sorts the requests by one of their keys (a field's offset in wl__req_t). */
+static void wl__sort(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
+                     size_t n, size_t key) {
+  size_t i;
+
+  for (i = 0; i < n; i++) {
+    tmp[i].off = reqs[i];
+    tmp[i].key = key == offsetof(wl__req_t, qkey)
+                     ? REQ(m, reqs[i])->qkey
+                     : (int64_t) * (uint64_t *)((char *)REQ(m, reqs[i]) + key);
+  }
+  qsort(tmp, n, sizeof(*tmp), wl__by_key);
+  for (i = 0; i < n; i++)
+    reqs[i] = tmp[i].off;
+}
+
+/* A request record that may stay: a known state, a live agent, and when
+ * queued or held, a name. */
+static int wl__keep(wl_manager_t *m, const wl__blocks_t *bl, wl_off_t r) {
+  const wl__req_t *req = REQ(m, r);
+
+  if (req->mode > WL_SHARED || req->state > WL__STOLEN ||
+      wl__kind_at(bl, req->agent) != WL__AGENT)
+    return 0;
+  if (req->state == WL__QUEUED || req->state == WL__HELD)
+    return wl__kind_at(bl, req->name) == WL__NAME;
+  /* Stolen and not yet released, or unavailable and not yet delivered. */
+  return req->state == WL__STOLEN || req->events != 0;
+}
+
+static void wl__reset_free_lists(wl_manager_t *m, const wl__blocks_t *bl) {
+  wl__hdr_t *h = WL__HDR(m);
+  size_t i;
+
+  memset(h->free, 0, sizeof(h->free));
+  for (i = bl->n; i-- > 0;) {
+    if (bl->kinds[i] == WL__FREE) {
+      wl__block_t *b = wl__block(m, bl->recs[i]);
+      *(wl_off_t *)WL__REC(m, bl->recs[i]) = h->free[b->cls];
+      h->free[b->cls] = bl->recs[i];
+    }
+  }
+}
+
+/* Whether a name's length fits in its block, before its units are read. */
+static int wl__name_fits(wl_manager_t *m, wl_off_t n) {
+  uint64_t room = ((uint64_t)1 << (wl__block(m, n)->cls + WL__MIN_SHIFT)) -
+                  sizeof(wl__block_t) - sizeof(wl__name_t);
+  return NAME(m, n)->len <= room / sizeof(uint16_t);
+}
+
+static void wl__reset_name(wl_manager_t *m, wl_off_t n) {
+  wl__name_t *name = NAME(m, n);
+
+  name->hnext = 0;
+  name->order.prev = name->order.next = 0;
+  wl__list_init(B(m), AT(n, wl__name_t, queue));
+  wl__list_init(B(m), AT(n, wl__name_t, held));
+  name->nheld = 0;
+  name->nexclusive = 0;
+}
+
+static void wl__reset_agent(wl_manager_t *m, wl_off_t a) {
+  wl__list_init(B(m), AT(a, wl__agent_t, queued));
+  wl__list_init(B(m), AT(a, wl__agent_t, held));
+  wl__list_init(B(m), AT(a, wl__agent_t, stolen));
+  wl__list_init(B(m), AT(a, wl__agent_t, mail));
+  AGENT(m, a)->closing = 0;
+}
+
+/* Relinks the kept requests into their names' and agents' lists, each list
+ * in the order of its key. */
+static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
+                       size_t n) {
+  size_t i;
+
+  wl__sort(m, tmp, reqs, n, offsetof(wl__req_t, qkey));
+  for (i = 0; i < n; i++) {
+    wl__req_t *req = REQ(m, reqs[i]);
+    req->qlink.next = req->alink.next = req->mlink.next = 0;
+    if (req->state == WL__QUEUED)
+      wl__list_append(B(m), AT(req->name, wl__name_t, queue),
+                      AT(reqs[i], wl__req_t, qlink));
+  }
+  wl__sort(m, tmp, reqs, n, offsetof(wl__req_t, hkey));
+  for (i = 0; i < n; i++) {
+    wl__req_t *req = REQ(m, reqs[i]);
+    wl__name_t *name = NAME(m, req->name);
+    if (req->state != WL__HELD)
+      continue;
+    wl__list_append(B(m), AT(req->name, wl__name_t, held),
+                    AT(reqs[i], wl__req_t, qlink));
+    wl__list_append(B(m), AT(req->agent, wl__agent_t, held),
+                    AT(reqs[i], wl__req_t, alink));
+    name->nheld++;
+    if (req->mode == WL_EXCLUSIVE)
+      name->nexclusive++;
+  }
+  wl__sort(m, tmp, reqs, n, offsetof(wl__req_t, rkey));
+  for (i = 0; i < n; i++) {
+    wl__req_t *req = REQ(m, reqs[i]);
+    if (req->state == WL__QUEUED)
+      wl__list_append(B(m), AT(req->agent, wl__agent_t, queued),
+                      AT(reqs[i], wl__req_t, alink));
+    else if (req->state == WL__STOLEN)
+      wl__list_append(B(m), AT(req->agent, wl__agent_t, stolen),
+                      AT(reqs[i], wl__req_t, alink));
+  }
+  wl__sort(m, tmp, reqs, n, offsetof(wl__req_t, mkey));
+  for (i = 0; i < n; i++) {
+    wl__req_t *req = REQ(m, reqs[i]);
+    if (req->events != 0)
+      wl__list_append(B(m), AT(req->agent, wl__agent_t, mail),
+                      AT(reqs[i], wl__req_t, mlink));
+  }
+}
+
+int wl__recover(wl_manager_t *m) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl__blocks_t bl;
+  wl_off_t *reqs = NULL, *names = NULL;
+  wl__keyed_t *tmp = NULL;
+  unsigned char *used = NULL;
+  size_t nreqs = 0, nnames = 0, i;
+  int rc = wl__scan(m, &bl);
+
+  if (rc == 0 && ((reqs = malloc((bl.n + 1) * sizeof(*reqs))) == NULL ||
+                  (names = malloc((bl.n + 1) * sizeof(*names))) == NULL ||
+                  (tmp = malloc((bl.n + 1) * sizeof(*tmp))) == NULL ||
+                  (used = calloc(bl.n + 1, 1)) == NULL))
+    rc = WL_ENOMEM;
+  if (rc != 0)
+    goto done;
+  /* What stays: agents, consistent requests, and the names they use. */
+  for (i = 0; i < bl.n; i++) {
+    if (bl.kinds[i] == WL__AGENT)
+      wl__reset_agent(m, bl.recs[i]);
+    else if (bl.kinds[i] == WL__NAME && wl__name_fits(m, bl.recs[i]))
+      wl__reset_name(m, bl.recs[i]);
+    else if (bl.kinds[i] == WL__NAME)
+      bl.kinds[i] = WL__FREE;
+  }
+  for (i = 0; i < bl.n; i++) {
+    wl__req_t *req = REQ(m, bl.recs[i]);
+    if (bl.kinds[i] != WL__REQUEST)
+      continue;
+    if (!wl__keep(m, &bl, bl.recs[i])) {
+      bl.kinds[i] = WL__FREE;
+      continue;
+    }
+    reqs[nreqs++] = bl.recs[i];
+    if (req->state == WL__QUEUED || req->state == WL__HELD)
+      used[wl__index_of(&bl, req->name)] = 1;
+  }
+  /* Unused names and the old table go; the used names get a new table. */
+  for (i = 0; i < bl.n; i++) {
+    if (bl.kinds[i] == WL__NAME && used[i])
+      names[nnames++] = bl.recs[i];
+    else if (bl.kinds[i] == WL__NAME || bl.kinds[i] == WL__ARRAY)
+      bl.kinds[i] = WL__FREE;
+  }
+  for (i = 0; i < bl.n; i++) {
+    wl__block_t *b = wl__block(m, bl.recs[i]);
+    if (bl.kinds[i] == WL__FREE && b->kind != WL__FREE) {
+      b->kind = WL__FREE;
+      b->gen++;
+    }
+  }
+  wl__reset_free_lists(m, &bl);
+  h->buckets = 0;
+  h->nbuckets = 0;
+  h->count = 0;
+  wl__list_init(B(m), wl__off_of(B(m), &h->order));
+  for (i = 0; i < nnames; i++) {
+    wl__name_t *name = NAME(m, names[i]);
+    name->hash = wl__hash(m, name->units, (size_t)name->len);
+    if (wl__names_link(m, names[i]) != 0) {
+      rc = WL_ENOMEM;
+      goto done;
+    }
+  }
+  wl__relink(m, tmp, reqs, nreqs);
+  for (i = 0; i < nnames; i++)
+    wl__process(m, names[i]);
+done:
+  free(used);
+  free(tmp);
+  free(reqs);
+  free(names);
+  free(bl.recs);
+  free(bl.kinds);
+  return rc;
+}

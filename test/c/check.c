@@ -1,0 +1,97 @@
+/* wl__check: every list and counter of a manager against its records, for
+ * the tests of crash recovery. Walks are bounded, so a damaged list is
+ * reported, never followed forever. */
+#include "test.h"
+
+#define B(m) ((m)->base)
+#define REQ(m, off) ((wl__req_t *)WL__REC(m, off))
+#define AT(off, type, member) ((off) + offsetof(type, member))
+
+static int report(const char *what) {
+  fprintf(stderr, "wl__check: %s\n", what);
+  return WL_ECORRUPT;
+}
+
+/* Walks the list at head, checking links both ways and that every record
+ * on it is a request in `state` (any state if -1) of owner `field` == want;
+ * returns how many, or -1. */
+static long walk(wl_manager_t *m, wl_off_t head, size_t link, int state,
+                 size_t field, wl_off_t want, uint64_t *nexclusive) {
+  uint64_t limit = WL__HDR(m)->used / 32 + 2;
+  wl_off_t at = WL__LINK(B(m), head)->next, prev = head;
+  long n = 0;
+
+  while (at != head) {
+    wl_off_t r = at - link;
+    wl__block_t *b = wl__block(m, r);
+    if (--limit == 0 || WL__LINK(B(m), at)->prev != prev ||
+        b->kind != WL__REQUEST || (state >= 0 && REQ(m, r)->state != state) ||
+        *(wl_off_t *)((char *)REQ(m, r) + field) != want)
+      return -1;
+    if (nexclusive != NULL && REQ(m, r)->mode == WL_EXCLUSIVE)
+      (*nexclusive)++;
+    n++;
+    prev = at;
+    at = WL__LINK(B(m), at)->next;
+  }
+  return WL__LINK(B(m), head)->prev == prev ? n : -1;
+}
+
+int wl__check(wl_manager_t *m) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl_off_t order = wl__off_of(B(m), &h->order), ln, at;
+  uint64_t names = 0, limit = h->used / 32 + 2;
+  long listed = 0, records = 0, agents_listed = 0;
+
+  for (ln = WL__LINK(B(m), order)->next; ln != order;
+       ln = WL__LINK(B(m), ln)->next) {
+    wl_off_t n = wl__record_of(ln, wl__name_t, order);
+    wl__name_t *name = WL__REC(m, n);
+    uint64_t nexclusive = 0;
+    long q, held;
+    if (--limit == 0 || wl__block(m, n)->kind != WL__NAME)
+      return report("the names' order list is damaged");
+    q = walk(m, AT(n, wl__name_t, queue), offsetof(wl__req_t, qlink),
+             WL__QUEUED, offsetof(wl__req_t, name), n, NULL);
+    held = walk(m, AT(n, wl__name_t, held), offsetof(wl__req_t, qlink),
+                WL__HELD, offsetof(wl__req_t, name), n, &nexclusive);
+    if (q < 0 || held < 0)
+      return report("a name's queue or held list is damaged");
+    if ((uint64_t)held != name->nheld || nexclusive != name->nexclusive)
+      return report("a name's counters disagree with its held list");
+    if (q + held == 0)
+      return report("a name with no queue and no holder was kept");
+    if (wl__names_find(m, name->hash, name->units, (size_t)name->len) != n)
+      return report("a name cannot be found in the table");
+    listed += q + held;
+    names++;
+  }
+  if (names != h->count)
+    return report("the table's count disagrees with its order list");
+  for (at = (sizeof(*h) + 15) & ~(uint64_t)15; at < h->used;
+       at += (uint64_t)1 << (((wl__block_t *)WL__AT(B(m), at))->cls +
+                             WL__MIN_SHIFT)) {
+    wl_off_t rec = at + sizeof(wl__block_t);
+    wl__block_t *b = WL__AT(B(m), at);
+    if (b->kind == WL__REQUEST &&
+        (REQ(m, rec)->state == WL__QUEUED || REQ(m, rec)->state == WL__HELD))
+      records++;
+    if (b->kind == WL__AGENT) {
+      long q = walk(m, AT(rec, wl__agent_t, queued), offsetof(wl__req_t, alink),
+                    WL__QUEUED, offsetof(wl__req_t, agent), rec, NULL);
+      long held = walk(m, AT(rec, wl__agent_t, held), offsetof(wl__req_t, alink),
+                       WL__HELD, offsetof(wl__req_t, agent), rec, NULL);
+      long stolen = walk(m, AT(rec, wl__agent_t, stolen),
+                         offsetof(wl__req_t, alink), WL__STOLEN,
+                         offsetof(wl__req_t, agent), rec, NULL);
+      long mail = walk(m, AT(rec, wl__agent_t, mail), offsetof(wl__req_t, mlink),
+                       -1, offsetof(wl__req_t, agent), rec, NULL);
+      if (q < 0 || held < 0 || stolen < 0 || mail < 0)
+        return report("an agent's lists are damaged");
+      agents_listed += q + held;
+    }
+  }
+  if (records != listed || records != agents_listed)
+    return report("queued and held records disagree with the lists");
+  return 0;
+}

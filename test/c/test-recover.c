@@ -1,0 +1,114 @@
+/* Crash safety of a shared manager: a process killed (SIGKILL) at a named
+ * point inside an algorithm, holding the manager's robust mutex, leaves a
+ * state that the next process to take the mutex repairs: every list and
+ * counter agrees with the records again, and the survivor goes on. */
+#define _GNU_SOURCE
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define SIZE (1 << 20)
+
+static char path[128];
+static char err[512];
+static const char *armed;
+
+static void ignore_notify(wl_agent_t *agent) { (void)agent; }
+
+static void kill_at(const char *point) {
+  if (armed != NULL && strcmp(point, armed) == 0)
+    raise(SIGKILL);
+}
+
+static wl_manager_t *open_ok(void) {
+  wl_manager_t *m = NULL;
+  int rc = wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err));
+  if (rc != 0)
+    fprintf(stderr, "wl_segment_open: %d: %s\n", rc, err);
+  ASSERT_EQ(0, rc);
+  return m;
+}
+
+/* The child's work: it passes every named point. */
+static void child_work(void) {
+  wl_manager_t *m = open_ok();
+  wl_agent_t c;
+  wl_request_t q, z, s, u;
+
+  ASSERT_EQ(0, wl_agent_init(m, &c, "child", 5, ignore_notify));
+  ASSERT_EQ(0, wl_request(&c, &q, NAME("x"), WL_SHARED, 0));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&c, &z, NAME("z"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(1, wl_abort(&q));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE,
+            wl_request(&c, &s, NAME("x"), WL_EXCLUSIVE, WL_STEAL));
+  ASSERT_EQ(0, wl_request(&c, &u, NAME("y"), WL_EXCLUSIVE, WL_IF_AVAILABLE));
+  ASSERT_EQ(1, wl_release(&z));
+  ASSERT_EQ(1, wl_release(&s));
+  wl_agent_close(&c);
+  _exit(0);
+}
+
+static void crash_at(const char *point) {
+  wl_manager_t *m;
+  wl_agent_t p;
+  wl_request_t x, y, w;
+  wl_snapshot_t snap;
+  int status;
+  pid_t pid;
+
+  snprintf(path, sizeof(path), "/dev/shm/wl-recover-%d", (int)getpid());
+  unlink(path);
+  m = open_ok();
+  ASSERT_EQ(0, wl_agent_init(m, &p, "parent", 6, ignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &y, NAME("y"), WL_SHARED, 0));
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    armed = point;
+    wl__fault_hook = kill_at;
+    child_work();
+  }
+  ASSERT_EQ(pid, waitpid(pid, &status, 0));
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+    fprintf(stderr, "the child was not killed at '%s'\n", point);
+    ASSERT(0);
+  }
+  /* The next lock finds EOWNERDEAD and repairs the state. */
+  ASSERT(wl_request(&p, &w, NAME("w"), WL_EXCLUSIVE, 0) >= 0);
+  if (wl__check(m) != 0) {
+    fprintf(stderr, "after a crash at '%s'\n", point);
+    ASSERT(0);
+  }
+  ASSERT_EQ(0, wl_snapshot(m, &snap));
+  ASSERT(snap.nheld >= 2);
+  wl_snapshot_free(&snap);
+  wl_release(&x);
+  ASSERT_EQ(1, wl_release(&y));
+  ASSERT_EQ(1, wl_release(&w));
+  ASSERT_EQ(0, wl__check(m));
+  wl_agent_close(&p);
+  ASSERT_EQ(0, wl__check(m));
+  wl_segment_close(m);
+  unlink(path);
+  printf("  recovered after a crash at '%s'\n", point);
+}
+
+static void test_crash_at_every_point(void) {
+  static const char *points[] = {"alloc",          "free",          "hold",
+                                 "unhold",         "steal",         "end",
+                                 "request-alloc",  "request-name",  "request-queued",
+                                 "request-stole"};
+  size_t i;
+
+  for (i = 0; i < sizeof(points) / sizeof(points[0]); i++)
+    crash_at(points[i]);
+}
+
+int main(void) {
+  RUN(test_crash_at_every_point);
+  return 0;
+}
