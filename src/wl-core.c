@@ -27,7 +27,9 @@ int wl__lock(wl_manager_t *m) {
     /* Its last holder died inside an algorithm: repair, then go on. */
     rc = wl__recover(m);
     pthread_mutex_consistent(m->mutex);
-    if (rc != 0)
+    if (rc == 0)
+      wl__sweep(m);
+    else
       wl__unlock(m);
     return rc;
   }
@@ -57,7 +59,7 @@ static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
   wl__list_append(B(m), mail, AT(r, wl__req_t, mlink));
   if (!was_empty)
     return;
-  if (agent->owner == m->owner) {
+  if (agent->owner == m->self) {
     wl_agent_t *handle = (wl_agent_t *)(uintptr_t)agent->handle;
     handle->notify(handle);
   } else if (m->wake != NULL) {
@@ -154,7 +156,10 @@ int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
     wl__list_init(B(m), AT(off, wl__agent_t, stolen));
     wl__list_init(B(m), AT(off, wl__agent_t, mail));
     a->handle = (uint64_t)(uintptr_t)agent;
-    a->owner = m->owner;
+    a->owner = m->self;
+    if (m->self != 0)
+      wl__list_append(B(m), AT(m->self, wl__owner_t, agents),
+                      AT(off, wl__agent_t, olink));
     a->client_id_len = (uint32_t)client_id_len;
     if (client_id_len > 0)
       memcpy(a->client_id, client_id, client_id_len);
@@ -195,14 +200,10 @@ static void wl__forget(wl_manager_t *m, wl_off_t r) {
   wl__free(m, r);
 }
 
-void wl_agent_close(wl_agent_t *agent) {
-  wl_manager_t *m = agent->m;
-  wl_off_t a = agent->off;
+void wl__close_agent(wl_manager_t *m, wl_off_t a) {
   wl_off_t queued = AT(a, wl__agent_t, queued), held = AT(a, wl__agent_t, held);
   wl_off_t stolen = AT(a, wl__agent_t, stolen), mail = AT(a, wl__agent_t, mail);
 
-  if (wl__lock(m) != 0)
-    return; /* a manager beyond repair: nothing left to end */
   /* Grants to the agent on the way out (a request of its own behind one it
    * aborts) join its held list and are released below; they send no mail. */
   AGENT(m, a)->closing = 1;
@@ -221,7 +222,17 @@ void wl_agent_close(wl_agent_t *agent) {
   /* What is left in the mailbox: undelivered unavailability. */
   while (!wl__list_empty(B(m), mail))
     wl__forget(m, REQ_OF(WL__LINK(B(m), mail)->next, mlink));
+  if (wl__linked(B(m), AT(a, wl__agent_t, olink)))
+    wl__list_remove(B(m), AT(a, wl__agent_t, olink));
   wl__free(m, a);
+}
+
+void wl_agent_close(wl_agent_t *agent) {
+  wl_manager_t *m = agent->m;
+
+  if (wl__lock(m) != 0)
+    return; /* a manager beyond repair: nothing left to end */
+  wl__close_agent(m, agent->off);
   wl__unlock(m);
 }
 

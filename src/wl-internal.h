@@ -20,7 +20,24 @@ typedef struct {
   uint32_t pad;
 } wl__block_t;
 
-enum { WL__FREE = 0, WL__NAME = 1, WL__AGENT = 2, WL__REQUEST = 3, WL__ARRAY = 4 };
+enum {
+  WL__FREE = 0,
+  WL__NAME = 1,
+  WL__AGENT = 2,
+  WL__REQUEST = 3,
+  WL__ARRAY = 4,
+  WL__OWNER = 5
+};
+
+/* A process that has a shared manager open (wl-live.c). It holds an OFD
+ * write lock on one byte of the file, at WL__LIVE_BASE + its record's
+ * offset, which the kernel releases when the process dies. */
+typedef struct {
+  wl__link_t link;   /* in the region's owners */
+  wl__link_t agents; /* its agents */
+} wl__owner_t;
+
+#define WL__LIVE_BASE ((uint64_t)1 << 48)
 
 /* A resource name in use: it has queued requests or held locks. It is
  * created on first request and freed as soon as it has neither. */
@@ -41,8 +58,9 @@ typedef struct {
   wl__link_t held;   /* its held locks, in grant order (the held set's) */
   wl__link_t stolen; /* its stolen requests, until it releases them */
   wl__link_t mail;   /* its requests with undelivered events */
+  wl__link_t olink;  /* in its owner's agents (a shared manager's) */
   uint64_t handle;   /* its wl_agent_t, in the process that owns it */
-  uint64_t owner;    /* the manager handle (wl_manager_t.owner) it came by */
+  wl_off_t owner;    /* its owner's record; 0 in the process-wide manager */
   uint32_t closing;  /* wl_agent_close() runs: no mail, no notify */
   uint32_t client_id_len;
   char client_id[WL_CLIENT_ID_MAX];
@@ -96,15 +114,18 @@ typedef struct {
   uint64_t nbuckets;
   uint64_t count;
   wl__link_t order;
+  wl__link_t owners; /* of a shared manager */
 } wl__hdr_t;
 
 struct wl_manager_s {
   pthread_mutex_t *mutex; /* the process's own, or in a shared file */
   char *base;             /* the region */
-  /* Tells this handle's agents from those of other processes, which it can
-   * notify only through `wake` (none yet: their owners look themselves). */
-  uint64_t owner;
+  /* This process's owner record (0 in the process-wide manager): it tells
+   * its agents from other processes', which it can notify only through
+   * `wake` (none yet: their threads look themselves). */
+  wl_off_t self;
   void (*wake)(wl_manager_t *m, wl_off_t agent);
+  int probe_fd; /* a second open file, to test other owners' locks */
   /* A shared manager's mapping of its file (wl-segment.c). */
   void *map;
   uint64_t map_size;
@@ -128,6 +149,13 @@ wl__block_t *wl__block(wl_manager_t *m, wl_off_t off);
 int wl__lock(wl_manager_t *m);
 void wl__unlock(wl_manager_t *m);
 int wl__recover(wl_manager_t *m);
+/* This process's owner record, under the mutex (wl-live.c). */
+int wl__owner_open(wl_manager_t *m);
+void wl__owner_close(wl_manager_t *m);
+/* Ends, as spec 2.6 says, every agent of every owner that has died. */
+void wl__sweep(wl_manager_t *m);
+/* Ends an agent's requests and locks and frees its record (spec 2.6). */
+void wl__close_agent(wl_manager_t *m, wl_off_t a);
 /* Process a name's queue (4.4), as every algorithm ends. */
 void wl__process(wl_manager_t *m, wl_off_t n);
 

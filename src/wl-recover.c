@@ -58,7 +58,7 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
     if (h->used - at < sizeof(*b) || b->cls >= WL__NCLASSES)
       return WL_ECORRUPT;
     size = (uint64_t)1 << (b->cls + WL__MIN_SHIFT);
-    if (size > h->used - at || b->kind > WL__ARRAY)
+    if (size > h->used - at || b->kind > WL__OWNER)
       return WL_ECORRUPT;
     if (bl->n == cap) {
       size_t ncap = cap ? cap * 2 : 1024;
@@ -151,7 +151,14 @@ static void wl__reset_name(wl_manager_t *m, wl_off_t n) {
   name->nexclusive = 0;
 }
 
-static void wl__reset_agent(wl_manager_t *m, wl_off_t a) {
+static void wl__reset_agent(wl_manager_t *m, const wl__blocks_t *bl,
+                            wl_off_t a) {
+  wl_off_t owner = AGENT(m, a)->owner;
+
+  AGENT(m, a)->olink.next = 0;
+  if (wl__kind_at(bl, owner) == WL__OWNER)
+    wl__list_append(B(m), AT(owner, wl__owner_t, agents),
+                    AT(a, wl__agent_t, olink));
   wl__list_init(B(m), AT(a, wl__agent_t, queued));
   wl__list_init(B(m), AT(a, wl__agent_t, held));
   wl__list_init(B(m), AT(a, wl__agent_t, stolen));
@@ -223,9 +230,17 @@ int wl__recover(wl_manager_t *m) {
   if (rc != 0)
     goto done;
   /* What stays: agents, consistent requests, and the names they use. */
+  wl__list_init(B(m), wl__off_of(B(m), &h->owners));
+  for (i = 0; i < bl.n; i++) {
+    if (bl.kinds[i] == WL__OWNER) {
+      wl__list_init(B(m), AT(bl.recs[i], wl__owner_t, agents));
+      wl__list_append(B(m), wl__off_of(B(m), &h->owners),
+                      AT(bl.recs[i], wl__owner_t, link));
+    }
+  }
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__AGENT)
-      wl__reset_agent(m, bl.recs[i]);
+      wl__reset_agent(m, &bl, bl.recs[i]);
     else if (bl.kinds[i] == WL__NAME && wl__name_fits(m, bl.recs[i]))
       wl__reset_name(m, bl.recs[i]);
     else if (bl.kinds[i] == WL__NAME)
@@ -273,6 +288,12 @@ int wl__recover(wl_manager_t *m) {
   wl__relink(m, tmp, reqs, nreqs);
   for (i = 0; i < nnames; i++)
     wl__process(m, names[i]);
+  /* An agent without a live owner record is gone with its process. */
+  for (i = 0; i < bl.n; i++) {
+    if (bl.kinds[i] == WL__AGENT &&
+        !wl__linked(B(m), AT(bl.recs[i], wl__agent_t, olink)))
+      wl__close_agent(m, bl.recs[i]);
+  }
 done:
   free(used);
   free(tmp);

@@ -48,6 +48,7 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
   h->seed = seed | 1;
   m->base = base;
   wl__list_init(base, wl__off_of(base, &h->order));
+  wl__list_init(base, wl__off_of(base, &h->owners));
   return 0;
 }
 
@@ -110,7 +111,7 @@ wl__block_t *wl__block(wl_manager_t *m, wl_off_t rec) {
 }
 
 static pthread_mutex_t wl__local_mutex = PTHREAD_MUTEX_INITIALIZER;
-static wl_manager_t wl__local_m = {&wl__local_mutex, NULL, 1, NULL, NULL, 0, -1};
+static wl_manager_t wl__local_m = {&wl__local_mutex, NULL, 0, NULL, -1, NULL, 0, -1};
 static pthread_once_t wl__local_once = PTHREAD_ONCE_INIT;
 
 /* Reserves as much address space as the system grants, up to 64 GiB. */

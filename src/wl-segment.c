@@ -159,18 +159,6 @@ static int wl__check_owner(const char *path, const struct stat *st, char *err,
   return 0;
 }
 
-/* A token no other open manager handle has: the local manager's is 1. */
-static uint64_t wl__owner_token(wl_manager_t *m) {
-  static _Atomic uint64_t counter;
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return wl__fmix(((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^
-                  ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)m ^
-                  ++counter) |
-         2;
-}
-
 static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
   void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
@@ -180,7 +168,6 @@ static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
   m->map_size = size;
   m->base = (char *)map + WL__PAGE;
   m->mutex = &((wl__seg_t *)map)->mutex;
-  m->owner = wl__owner_token(m);
   return 0;
 }
 
@@ -274,6 +261,35 @@ fail:
   return rc;
 }
 
+/* Joins the manager as a live owner, and ends the agents of dead ones. The
+ * probe is a second open of the same file: it must be the same file. */
+static int wl__join(wl_manager_t *m, const char *path, char *err,
+                    size_t errlen) {
+  struct stat a, b;
+  int rc;
+
+  m->probe_fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (m->probe_fd < 0 || fstat(m->fd, &a) != 0 || fstat(m->probe_fd, &b) != 0 ||
+      a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+    if (m->probe_fd >= 0)
+      close(m->probe_fd);
+    return wl__fail(err, errlen, WL_ECORRUPT,
+                    "%s was replaced while it was being opened", path);
+  }
+  if ((rc = wl__lock(m)) == 0) {
+    rc = wl__owner_open(m);
+    if (rc == 0)
+      wl__sweep(m);
+    wl__unlock(m);
+  }
+  if (rc != 0) {
+    close(m->probe_fd);
+    return wl__fail(err, errlen, rc, "cannot join the manager in %s: %s", path,
+                    rc == WL_ENOMEM ? "it is full" : "its state is damaged");
+  }
+  return 0;
+}
+
 int wl_segment_open(const char *path, uint64_t size, unsigned mode,
                     wl_manager_t **out, char *err, size_t errlen) {
   wl_manager_t *m;
@@ -303,12 +319,23 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
     free(m);
     return rc;
   }
+  if ((rc = wl__join(m, path, err, errlen)) != 0) {
+    munmap(m->map, m->map_size);
+    close(m->fd);
+    free(m);
+    return rc;
+  }
   *out = m;
   return 0;
 }
 
 void wl_segment_close(wl_manager_t *m) {
+  if (wl__lock(m) == 0) {
+    wl__owner_close(m);
+    wl__unlock(m);
+  }
   munmap(m->map, m->map_size);
+  close(m->probe_fd);
   close(m->fd);
   free(m);
 }

@@ -113,8 +113,14 @@ wl_manager_t *wl_local(void);
  * file and what is wrong with it in err (errlen bytes). */
 int wl_segment_open(const char *path, uint64_t size, unsigned mode,
                     wl_manager_t **m, char *err, size_t errlen);
-/* Unmaps a shared manager; its agents must be closed first. */
+/* Ends this process's agents of a shared manager and unmaps it. */
 void wl_segment_close(wl_manager_t *m);
+
+/* Ends every agent of every process that has died with the manager open
+ * (spec 2.6), so that the requests waiting behind them are granted. Opening
+ * a manager and repairing one after a crash sweep too. Returns 0 or an
+ * error code. */
+int wl_sweep(wl_manager_t *m);
 
 /* Registers an agent with manager m. client_id is copied; at most
  * WL_CLIENT_ID_MAX bytes. Returns 0, WL_EINVAL or WL_ENOMEM. */
