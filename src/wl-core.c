@@ -13,15 +13,19 @@
 #include "wl-internal.h"
 
 #define B(m) ((m)->base)
-#define NAME(m, off) ((wl__name_t *)WL__REC(m, off))
-#define REQ(m, off) ((wl__req_t *)WL__REC(m, off))
-#define AGENT(m, off) ((wl__agent_t *)WL__REC(m, off))
+#define NAME(m, off) WL__REC(m, off, wl__name_t)
+#define REQ(m, off) WL__REC(m, off, wl__req_t)
+#define AGENT(m, off) WL__REC(m, off, wl__agent_t)
 /* The offset of a record's member list or link. */
 #define AT(off, type, member) ((off) + offsetof(type, member))
 #define REQ_OF(link, member) wl__record_of(link, wl__req_t, member)
 
 int wl__lock(wl_manager_t *m) {
-  int rc = pthread_mutex_lock(m->mutex);
+  int rc;
+
+  if (m->damaged)
+    return WL_ECORRUPT;
+  rc = pthread_mutex_lock(m->mutex);
 
   if (rc == EOWNERDEAD) {
     /* Its last holder died inside an algorithm: repair, then go on. */
@@ -38,6 +42,13 @@ int wl__lock(wl_manager_t *m) {
 
 void wl__unlock(wl_manager_t *m) { pthread_mutex_unlock(m->mutex); }
 
+/* Ends an operation: its result, or WL_ECORRUPT if it met a damaged offset
+ * (the handle then refuses every further operation). */
+static int wl__done(wl_manager_t *m, int rc) {
+  wl__unlock(m);
+  return m->damaged ? WL_ECORRUPT : rc;
+}
+
 static uint64_t wl__stamp(wl_manager_t *m) { return ++WL__HDR(m)->stamp; }
 
 /* Queues an event for the request's agent and wakes the agent when its
@@ -48,15 +59,15 @@ static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
   wl_off_t mail = AT(req->agent, wl__agent_t, mail);
   int was_empty;
 
-  if (agent->closing)
+  if (agent->closing || m->damaged)
     return;
-  if (!wl__linked(B(m), AT(r, wl__req_t, mlink)))
+  if (!wl__linked(m, AT(r, wl__req_t, mlink)))
     req->mkey = wl__stamp(m);
   WL__PUBLISH(req->events, (uint8_t)(req->events | ev));
-  if (wl__linked(B(m), AT(r, wl__req_t, mlink)))
+  if (wl__linked(m, AT(r, wl__req_t, mlink)))
     return;
-  was_empty = wl__list_empty(B(m), mail);
-  wl__list_append(B(m), mail, AT(r, wl__req_t, mlink));
+  was_empty = wl__list_empty(m, mail);
+  wl__list_append(m, mail, AT(r, wl__req_t, mlink));
   if (!was_empty)
     return;
   if (agent->owner == m->self) {
@@ -80,10 +91,10 @@ static void wl__hold(wl_manager_t *m, wl_off_t n, wl_off_t r) {
   req->hkey = wl__stamp(m);
   WL__PUBLISH(req->state, WL__HELD);
   WL__FAULT("hold");
-  wl__list_remove(B(m), AT(r, wl__req_t, alink));
-  wl__list_append(B(m), AT(req->agent, wl__agent_t, held),
+  wl__list_remove(m, AT(r, wl__req_t, alink));
+  wl__list_append(m, AT(req->agent, wl__agent_t, held),
                   AT(r, wl__req_t, alink));
-  wl__list_append(B(m), AT(n, wl__name_t, held), AT(r, wl__req_t, qlink));
+  wl__list_append(m, AT(n, wl__name_t, held), AT(r, wl__req_t, qlink));
   name->nheld++;
   if (req->mode == WL_EXCLUSIVE)
     name->nexclusive++;
@@ -96,7 +107,7 @@ static void wl__unhold(wl_manager_t *m, wl_off_t n, wl_off_t r,
 
   WL__PUBLISH(req->state, state);
   WL__FAULT("unhold");
-  wl__list_remove(B(m), AT(r, wl__req_t, qlink));
+  wl__list_remove(m, AT(r, wl__req_t, qlink));
   name->nheld--;
   if (req->mode == WL_EXCLUSIVE)
     name->nexclusive--;
@@ -106,12 +117,13 @@ static void wl__unhold(wl_manager_t *m, wl_off_t n, wl_off_t r,
  * is grantable. */
 void wl__process(wl_manager_t *m, wl_off_t n) {
   wl_off_t queue = AT(n, wl__name_t, queue);
+  uint64_t steps = WL__STEPS(m);
 
-  while (!wl__list_empty(B(m), queue)) {
-    wl_off_t r = REQ_OF(WL__LINK(B(m), queue)->next, qlink);
+  while (wl__more(m, queue, &steps)) {
+    wl_off_t r = REQ_OF(WL__LINK(m, queue)->next, qlink);
     if (!wl__compatible(NAME(m, n), REQ(m, r)->mode))
       return;
-    wl__list_remove(B(m), AT(r, wl__req_t, qlink));
+    wl__list_remove(m, AT(r, wl__req_t, qlink));
     wl__hold(m, n, r);
     wl__mail(m, r, WL_EV_GRANTED);
   }
@@ -120,19 +132,20 @@ void wl__process(wl_manager_t *m, wl_off_t n) {
 /* The spec's queue map never shrinks; ours drops a name with no queue and
  * no holders, which no algorithm can tell apart. */
 static void wl__maybe_drop(wl_manager_t *m, wl_off_t n) {
-  if (wl__list_empty(B(m), AT(n, wl__name_t, queue)) && NAME(m, n)->nheld == 0)
+  if (wl__list_empty(m, AT(n, wl__name_t, queue)) && NAME(m, n)->nheld == 0)
     wl__names_remove(m, n);
 }
 
 static void wl__steal(wl_manager_t *m, wl_off_t n) {
   wl_off_t held = AT(n, wl__name_t, held);
+  uint64_t steps = WL__STEPS(m);
 
-  while (!wl__list_empty(B(m), held)) {
-    wl_off_t h = REQ_OF(WL__LINK(B(m), held)->next, qlink);
+  while (wl__more(m, held, &steps)) {
+    wl_off_t h = REQ_OF(WL__LINK(m, held)->next, qlink);
     wl__unhold(m, n, h, WL__STOLEN);
     WL__FAULT("steal");
-    wl__list_remove(B(m), AT(h, wl__req_t, alink));
-    wl__list_append(B(m), AT(REQ(m, h)->agent, wl__agent_t, stolen),
+    wl__list_remove(m, AT(h, wl__req_t, alink));
+    wl__list_append(m, AT(REQ(m, h)->agent, wl__agent_t, stolen),
                     AT(h, wl__req_t, alink));
     wl__mail(m, h, WL_EV_STOLEN);
   }
@@ -151,22 +164,21 @@ int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
   off = wl__alloc(m, WL__AGENT, sizeof(*a));
   if (off != 0) {
     a = AGENT(m, off);
-    wl__list_init(B(m), AT(off, wl__agent_t, queued));
-    wl__list_init(B(m), AT(off, wl__agent_t, held));
-    wl__list_init(B(m), AT(off, wl__agent_t, stolen));
-    wl__list_init(B(m), AT(off, wl__agent_t, mail));
+    wl__list_init(m, AT(off, wl__agent_t, queued));
+    wl__list_init(m, AT(off, wl__agent_t, held));
+    wl__list_init(m, AT(off, wl__agent_t, stolen));
+    wl__list_init(m, AT(off, wl__agent_t, mail));
     a->handle = (uint64_t)(uintptr_t)agent;
     a->owner = m->self;
     if (m->self != 0)
-      wl__list_append(B(m), AT(m->self, wl__owner_t, agents),
+      wl__list_append(m, AT(m->self, wl__owner_t, agents),
                       AT(off, wl__agent_t, olink));
     a->client_id_len = (uint32_t)client_id_len;
     if (client_id_len > 0)
       memcpy(a->client_id, client_id, client_id_len);
   }
-  wl__unlock(m);
-  if (off == 0)
-    return WL_ENOMEM;
+  if ((rc = wl__done(m, off == 0 ? WL_ENOMEM : 0)) != 0)
+    return rc;
   agent->m = m;
   agent->notify = notify;
   agent->off = off;
@@ -183,47 +195,48 @@ static void wl__end(wl_manager_t *m, wl_off_t r) {
     wl__unhold(m, n, r, WL__IDLE);
   } else {
     WL__PUBLISH(req->state, WL__IDLE);
-    wl__list_remove(B(m), AT(r, wl__req_t, qlink));
+    wl__list_remove(m, AT(r, wl__req_t, qlink));
   }
   WL__FAULT("end");
-  wl__list_remove(B(m), AT(r, wl__req_t, alink));
+  wl__list_remove(m, AT(r, wl__req_t, alink));
   wl__process(m, n);
   wl__maybe_drop(m, n);
 }
 
 /* Frees a request's record; its handle then finds nothing. */
 static void wl__forget(wl_manager_t *m, wl_off_t r) {
-  if (wl__linked(B(m), AT(r, wl__req_t, mlink)))
-    wl__list_remove(B(m), AT(r, wl__req_t, mlink));
-  if (wl__linked(B(m), AT(r, wl__req_t, alink)))
-    wl__list_remove(B(m), AT(r, wl__req_t, alink));
+  if (wl__linked(m, AT(r, wl__req_t, mlink)))
+    wl__list_remove(m, AT(r, wl__req_t, mlink));
+  if (wl__linked(m, AT(r, wl__req_t, alink)))
+    wl__list_remove(m, AT(r, wl__req_t, alink));
   wl__free(m, r);
 }
 
 void wl__close_agent(wl_manager_t *m, wl_off_t a) {
   wl_off_t queued = AT(a, wl__agent_t, queued), held = AT(a, wl__agent_t, held);
   wl_off_t stolen = AT(a, wl__agent_t, stolen), mail = AT(a, wl__agent_t, mail);
+  uint64_t steps = WL__STEPS(m);
 
   /* Grants to the agent on the way out (a request of its own behind one it
    * aborts) join its held list and are released below; they send no mail. */
   AGENT(m, a)->closing = 1;
-  while (!wl__list_empty(B(m), queued)) {
-    wl_off_t r = REQ_OF(WL__LINK(B(m), queued)->next, alink);
+  while (wl__more(m, queued, &steps)) {
+    wl_off_t r = REQ_OF(WL__LINK(m, queued)->next, alink);
     wl__end(m, r);
     wl__forget(m, r);
   }
-  while (!wl__list_empty(B(m), held)) {
-    wl_off_t r = REQ_OF(WL__LINK(B(m), held)->next, alink);
+  while (wl__more(m, held, &steps)) {
+    wl_off_t r = REQ_OF(WL__LINK(m, held)->next, alink);
     wl__end(m, r);
     wl__forget(m, r);
   }
-  while (!wl__list_empty(B(m), stolen))
-    wl__forget(m, REQ_OF(WL__LINK(B(m), stolen)->next, alink));
+  while (wl__more(m, stolen, &steps))
+    wl__forget(m, REQ_OF(WL__LINK(m, stolen)->next, alink));
   /* What is left in the mailbox: undelivered unavailability. */
-  while (!wl__list_empty(B(m), mail))
-    wl__forget(m, REQ_OF(WL__LINK(B(m), mail)->next, mlink));
-  if (wl__linked(B(m), AT(a, wl__agent_t, olink)))
-    wl__list_remove(B(m), AT(a, wl__agent_t, olink));
+  while (wl__more(m, mail, &steps))
+    wl__forget(m, REQ_OF(WL__LINK(m, mail)->next, mlink));
+  if (wl__linked(m, AT(a, wl__agent_t, olink)))
+    wl__list_remove(m, AT(a, wl__agent_t, olink));
   wl__free(m, a);
 }
 
@@ -243,10 +256,10 @@ wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {
 
   if (wl__lock(m) != 0)
     return NULL;
-  if (!wl__list_empty(B(m), mail)) {
-    wl_off_t r = REQ_OF(WL__LINK(B(m), mail)->next, mlink);
+  if (!wl__list_empty(m, mail)) {
+    wl_off_t r = REQ_OF(WL__LINK(m, mail)->next, mlink);
     wl__req_t *req = REQ(m, r);
-    wl__list_remove(B(m), AT(r, wl__req_t, mlink));
+    wl__list_remove(m, AT(r, wl__req_t, mlink));
     *events = req->events;
     req->events = 0;
     handle = (wl_request_t *)(uintptr_t)req->handle;
@@ -291,10 +304,8 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
     return granted;
   r = wl__alloc(m, WL__REQUEST, sizeof(*rec));
   WL__FAULT("request-alloc");
-  if (r == 0) {
-    wl__unlock(m);
-    return WL_ENOMEM;
-  }
+  if (r == 0)
+    return wl__done(m, WL_ENOMEM);
   rec = REQ(m, r);
   rec->agent = agent->off;
   rec->handle = (uint64_t)(uintptr_t)req;
@@ -304,19 +315,17 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   req->gen = wl__block(m, r)->gen;
   n = wl__names_find(m, hash, name, name_len);
   if ((flags & WL_IF_AVAILABLE) && n != 0 &&
-      !(wl__list_empty(B(m), AT(n, wl__name_t, queue)) &&
+      !(wl__list_empty(m, AT(n, wl__name_t, queue)) &&
         wl__compatible(NAME(m, n), mode))) {
     wl__mail(m, r, WL_EV_UNAVAILABLE);
-    wl__unlock(m);
-    return 0;
+    return wl__done(m, 0);
   }
   if (n == 0) {
     n = wl__names_add(m, hash, name, name_len);
     if (n == 0) {
       wl__free(m, r);
       req->off = 0;
-      wl__unlock(m);
-      return WL_ENOMEM;
+      return wl__done(m, WL_ENOMEM);
     }
   }
   WL__FAULT("request-name");
@@ -325,20 +334,19 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   rec->qkey = (flags & WL_STEAL) ? -(int64_t)wl__stamp(m) : (int64_t)wl__stamp(m);
   WL__PUBLISH(rec->state, WL__QUEUED);
   WL__FAULT("request-queued");
-  wl__list_append(B(m), AT(agent->off, wl__agent_t, queued),
+  wl__list_append(m, AT(agent->off, wl__agent_t, queued),
                   AT(r, wl__req_t, alink));
   if (flags & WL_STEAL) {
     wl__steal(m, n);
     WL__FAULT("request-stole");
-    wl__list_prepend(B(m), AT(n, wl__name_t, queue), AT(r, wl__req_t, qlink));
+    wl__list_prepend(m, AT(n, wl__name_t, queue), AT(r, wl__req_t, qlink));
   } else {
-    wl__list_append(B(m), AT(n, wl__name_t, queue), AT(r, wl__req_t, qlink));
+    wl__list_append(m, AT(n, wl__name_t, queue), AT(r, wl__req_t, qlink));
   }
   wl__process(m, n);
   /* Read under the mutex: once it is released, any thread may change it. */
   granted = REQ(m, r)->state == WL__HELD;
-  wl__unlock(m);
-  return granted ? WL_GRANTED_AT_ONCE : 0;
+  return wl__done(m, granted ? WL_GRANTED_AT_ONCE : 0);
 }
 
 int wl_release(wl_request_t *req) {
@@ -356,8 +364,7 @@ int wl_release(wl_request_t *req) {
       wl__end(m, r);
     wl__forget(m, r);
   }
-  wl__unlock(m);
-  return held;
+  return wl__done(m, held);
 }
 
 /* Abort the request (4.3). */
@@ -374,8 +381,14 @@ int wl_abort(wl_request_t *req) {
     wl__forget(m, r);
     removed = 1;
   }
-  wl__unlock(m);
-  return removed;
+  return wl__done(m, removed);
+}
+
+static size_t wl__client_id_len(wl_manager_t *m, const wl__agent_t *agent) {
+  if (agent->client_id_len <= WL_CLIENT_ID_MAX)
+    return agent->client_id_len;
+  wl__damaged(m);
+  return 0;
 }
 
 static wl_info_t *wl__fill(wl_manager_t *m, wl_info_t *info, wl_off_t r,
@@ -389,44 +402,48 @@ static wl_info_t *wl__fill(wl_manager_t *m, wl_info_t *info, wl_off_t r,
   info->name_index = name_index;
   info->mode = (wl_mode_t)req->mode;
   info->client_id = *text;
-  info->client_id_len = agent->client_id_len;
-  memcpy(*text, agent->client_id, agent->client_id_len);
-  *text += agent->client_id_len;
+  info->client_id_len = wl__client_id_len(m, agent);
+  memcpy(*text, agent->client_id, info->client_id_len);
+  *text += info->client_id_len;
   return info + 1;
 }
 
 /* Snapshot the lock state (4.5). Copies everything, so that the caller can
- * build its result without holding the mutex. */
+ * build its result without holding the mutex. Two walks, one to size the
+ * copy and one to fill it; both bounded. */
 int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   wl__hdr_t *h = WL__HDR(m);
-  wl_off_t order = wl__off_of(B(m), &h->order);
+  wl_off_t order = wl__off_of(m, &h->order);
   size_t nheld = 0, npending = 0, units = 0, text = 0, i;
+  uint64_t steps = WL__STEPS(m);
   wl_off_t ln, lr;
   wl_info_t *held, *pending;
   uint16_t *names;
   char *chars;
-
   int rc;
 
   if ((rc = wl__lock(m)) != 0)
     return rc;
-  for (ln = WL__LINK(B(m), order)->next; ln != order;
-       ln = WL__LINK(B(m), ln)->next) {
+  for (ln = WL__LINK(m, order)->next; ln != order && wl__step(m, &steps);
+       ln = WL__LINK(m, ln)->next) {
     wl_off_t n = wl__record_of(ln, wl__name_t, order);
     wl_off_t q = AT(n, wl__name_t, queue), hl = AT(n, wl__name_t, held);
+    if (wl__units(m, n) == NULL)
+      break;
     units += NAME(m, n)->len;
-    for (lr = WL__LINK(B(m), q)->next; lr != q;
-         lr = WL__LINK(B(m), lr)->next, npending++)
-      text += AGENT(m, REQ(m, REQ_OF(lr, qlink))->agent)->client_id_len;
-    for (lr = WL__LINK(B(m), hl)->next; lr != hl;
-         lr = WL__LINK(B(m), lr)->next, nheld++)
-      text += AGENT(m, REQ(m, REQ_OF(lr, qlink))->agent)->client_id_len;
+    for (lr = WL__LINK(m, q)->next; lr != q && wl__step(m, &steps);
+         lr = WL__LINK(m, lr)->next, npending++)
+      text += wl__client_id_len(m, AGENT(m, REQ(m, REQ_OF(lr, qlink))->agent));
+    for (lr = WL__LINK(m, hl)->next; lr != hl && wl__step(m, &steps);
+         lr = WL__LINK(m, lr)->next, nheld++)
+      text += wl__client_id_len(m, AGENT(m, REQ(m, REQ_OF(lr, qlink))->agent));
   }
-  snap->mem = malloc((nheld + npending) * sizeof(wl_info_t) +
-                     units * sizeof(uint16_t) + text + 1);
+  snap->mem = m->damaged ? NULL
+                         : malloc((nheld + npending) * sizeof(wl_info_t) +
+                                  units * sizeof(uint16_t) + text + 1);
   if (snap->mem == NULL) {
     wl__unlock(m);
-    return WL_ENOMEM;
+    return m->damaged ? WL_ECORRUPT : WL_ENOMEM;
   }
   held = snap->held = snap->mem;
   pending = snap->pending = held + nheld;
@@ -435,17 +452,17 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   snap->nheld = nheld;
   snap->npending = npending;
   snap->nnames = h->count; /* a name in the table has an entry */
-  for (ln = WL__LINK(B(m), order)->next, i = 0; ln != order;
-       ln = WL__LINK(B(m), ln)->next, i++) {
+  /* The same walk again, under the same mutex: the same records. */
+  for (ln = WL__LINK(m, order)->next, i = 0; ln != order;
+       ln = WL__LINK(m, ln)->next, i++) {
     wl_off_t n = wl__record_of(ln, wl__name_t, order);
     wl_off_t q = AT(n, wl__name_t, queue), hl = AT(n, wl__name_t, held);
     wl__name_t *name = NAME(m, n);
     if (name->len > 0)
-      memcpy(names, name->units, name->len * sizeof(uint16_t));
-    for (lr = WL__LINK(B(m), q)->next; lr != q; lr = WL__LINK(B(m), lr)->next)
+      memcpy(names, wl__units(m, n), name->len * sizeof(uint16_t));
+    for (lr = WL__LINK(m, q)->next; lr != q; lr = WL__LINK(m, lr)->next)
       pending = wl__fill(m, pending, REQ_OF(lr, qlink), names, i, &chars);
-    for (lr = WL__LINK(B(m), hl)->next; lr != hl;
-         lr = WL__LINK(B(m), lr)->next)
+    for (lr = WL__LINK(m, hl)->next; lr != hl; lr = WL__LINK(m, lr)->next)
       held = wl__fill(m, held, REQ_OF(lr, qlink), names, i, &chars);
     names += name->len;
   }

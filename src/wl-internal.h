@@ -120,6 +120,9 @@ typedef struct {
 struct wl_manager_s {
   pthread_mutex_t *mutex; /* the process's own, or in a shared file */
   char *base;             /* the region */
+  uint64_t limit;         /* its size, as checked when it was mapped */
+  int damaged;            /* an offset pointed outside it */
+  uint64_t scratch[64];   /* what a bad offset reads and writes instead */
   /* This process's owner record (0 in the process-wide manager): it tells
    * its agents from other processes', which it can notify only through
    * `wake` (none yet: their threads look themselves). */
@@ -133,7 +136,97 @@ struct wl_manager_s {
 };
 
 #define WL__HDR(m) ((wl__hdr_t *)(m)->base)
-#define WL__REC(m, off) WL__AT((m)->base, off)
+#define wl__off_of(m, ptr) ((wl_off_t)((char *)(ptr) - (m)->base))
+
+/* Every offset read from a region goes through here. One that points
+ * outside the region (a damaged or hostile file) marks the manager damaged
+ * and yields a blank scratch record instead, so that the operation ends
+ * without a stray access and reports WL_ECORRUPT. */
+void *wl__damaged(wl_manager_t *m);
+
+static inline void *wl__rec(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
+  if (off < sizeof(wl__block_t) || bytes > m->limit ||
+      off > m->limit - bytes)
+    return wl__damaged(m);
+  return m->base + off;
+}
+
+/* The same for a span longer than the scratch record (a bucket array, a
+ * name's units): NULL when it is outside the region. */
+static inline void *wl__span(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
+  if (off < sizeof(wl__block_t) || bytes > m->limit ||
+      off > m->limit - bytes) {
+    wl__damaged(m);
+    return NULL;
+  }
+  return m->base + off;
+}
+
+#define WL__REC(m, off, type) ((type *)wl__rec(m, off, sizeof(type)))
+#define WL__LINK(m, off) WL__REC(m, off, wl__link_t)
+
+/* How many steps any walk may take: more than the region can hold records,
+ * so a longer walk is a damaged list. */
+#define WL__STEPS(m) ((m)->limit / 32 + 2)
+
+static inline void wl__list_init(wl_manager_t *m, wl_off_t head) {
+  wl__link_t *h = WL__LINK(m, head);
+  h->prev = head;
+  h->next = head;
+}
+
+static inline int wl__list_empty(wl_manager_t *m, wl_off_t head) {
+  return WL__LINK(m, head)->next == head;
+}
+
+static inline int wl__linked(wl_manager_t *m, wl_off_t node) {
+  return WL__LINK(m, node)->next != 0;
+}
+
+static inline void wl__list_insert_after(wl_manager_t *m, wl_off_t at,
+                                         wl_off_t node) {
+  wl__link_t *a = WL__LINK(m, at), *n = WL__LINK(m, node);
+  n->prev = at;
+  n->next = a->next;
+  WL__LINK(m, a->next)->prev = node;
+  a->next = node;
+}
+
+static inline void wl__list_append(wl_manager_t *m, wl_off_t head,
+                                   wl_off_t node) {
+  wl__list_insert_after(m, WL__LINK(m, head)->prev, node);
+}
+
+static inline void wl__list_prepend(wl_manager_t *m, wl_off_t head,
+                                    wl_off_t node) {
+  wl__list_insert_after(m, head, node);
+}
+
+static inline void wl__list_remove(wl_manager_t *m, wl_off_t node) {
+  wl__link_t *n = WL__LINK(m, node);
+  WL__LINK(m, n->prev)->next = n->next;
+  WL__LINK(m, n->next)->prev = n->prev;
+  n->prev = 0;
+  n->next = 0;
+}
+
+/* One more step of a walk: 0 when the manager is damaged or the walk's
+ * budget is spent (then it is damaged: no list is that long). */
+static inline int wl__step(wl_manager_t *m, uint64_t *steps) {
+  if (m->damaged)
+    return 0;
+  if (*steps == 0) {
+    wl__damaged(m);
+    return 0;
+  }
+  --*steps;
+  return 1;
+}
+
+/* For loops that empty a list one record at a time. */
+static inline int wl__more(wl_manager_t *m, wl_off_t head, uint64_t *steps) {
+  return !wl__list_empty(m, head) && wl__step(m, steps);
+}
 
 /* Region blocks (wl-region.c). wl__alloc returns the offset of `bytes` of
  * zeroed record space of the given kind, or 0 when the region is full. */
@@ -164,6 +257,8 @@ uint64_t wl__fmix(uint64_t k); /* a 64-bit finalizer, for seeds and hashes */
 uint64_t wl__hash(wl_manager_t *m, const uint16_t *units, size_t len);
 wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash, const uint16_t *units,
                         size_t len);
+/* A name's units, checked against the region; NULL if they are outside it. */
+const uint16_t *wl__units(wl_manager_t *m, wl_off_t n);
 /* Puts a name record (its hash and units set) in the table: 0 or
  * WL_ENOMEM. */
 int wl__names_link(wl_manager_t *m, wl_off_t n);

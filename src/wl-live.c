@@ -33,26 +33,27 @@ int wl__owner_open(wl_manager_t *m) {
 
   if (o == 0)
     return WL_ENOMEM;
-  wl__list_init(B(m), AT(o, wl__owner_t, agents));
+  wl__list_init(m, AT(o, wl__owner_t, agents));
   /* The byte of a record that was free is free: its last owner is gone. */
   if (wl__live_lock(m->fd, F_OFD_SETLK, o, &fl) != 0) {
     int rc = -errno;
     wl__free(m, o);
     return rc;
   }
-  wl__list_append(B(m), wl__off_of(B(m), &h->owners), AT(o, wl__owner_t, link));
+  wl__list_append(m, wl__off_of(m, &h->owners), AT(o, wl__owner_t, link));
   m->self = o;
   return 0;
 }
 
 void wl__owner_close(wl_manager_t *m) {
   wl_off_t o = m->self, agents = AT(o, wl__owner_t, agents);
+  uint64_t steps = WL__STEPS(m);
   struct flock fl;
 
-  while (!wl__list_empty(B(m), agents))
-    wl__close_agent(m, wl__record_of(WL__LINK(B(m), agents)->next, wl__agent_t,
+  while (wl__more(m, agents, &steps))
+    wl__close_agent(m, wl__record_of(WL__LINK(m, agents)->next, wl__agent_t,
                                      olink));
-  wl__list_remove(B(m), AT(o, wl__owner_t, link));
+  wl__list_remove(m, AT(o, wl__owner_t, link));
   wl__free(m, o);
   fl.l_type = F_UNLCK;
   wl__live_lock(m->fd, F_OFD_SETLK, o, &fl);
@@ -70,21 +71,22 @@ static int wl__alive(wl_manager_t *m, wl_off_t o) {
 
 void wl__sweep(wl_manager_t *m) {
   wl__hdr_t *h = WL__HDR(m);
-  wl_off_t head = wl__off_of(B(m), &h->owners), at;
+  wl_off_t head = wl__off_of(m, &h->owners), at;
+  uint64_t steps = WL__STEPS(m);
 
   if (m->probe_fd < 0)
     return;
-  at = WL__LINK(B(m), head)->next;
-  while (at != head) {
+  at = WL__LINK(m, head)->next;
+  while (at != head && wl__step(m, &steps)) {
     wl_off_t o = wl__record_of(at, wl__owner_t, link);
     wl_off_t agents = AT(o, wl__owner_t, agents);
-    at = WL__LINK(B(m), at)->next;
+    at = WL__LINK(m, at)->next;
     if (o == m->self || wl__alive(m, o))
       continue;
-    while (!wl__list_empty(B(m), agents))
-      wl__close_agent(m, wl__record_of(WL__LINK(B(m), agents)->next,
+    while (wl__more(m, agents, &steps))
+      wl__close_agent(m, wl__record_of(WL__LINK(m, agents)->next,
                                        wl__agent_t, olink));
-    wl__list_remove(B(m), AT(o, wl__owner_t, link));
+    wl__list_remove(m, AT(o, wl__owner_t, link));
     wl__free(m, o);
   }
 }

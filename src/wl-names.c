@@ -41,23 +41,47 @@ uint64_t wl__hash(wl_manager_t *m, const uint16_t *units, size_t len) {
   return wl__fmix(h);
 }
 
-#define WL__NAME(m, off) ((wl__name_t *)WL__REC(m, off))
-#define WL__BUCKETS(m) ((wl_off_t *)WL__REC(m, WL__HDR(m)->buckets))
+#define WL__NAME(m, off) WL__REC(m, off, wl__name_t)
+
+/* The table's buckets, checked; NULL if there are none or they are damaged. */
+static wl_off_t *wl__buckets(wl_manager_t *m) {
+  wl__hdr_t *h = WL__HDR(m);
+
+  if (h->nbuckets == 0)
+    return NULL;
+  if ((h->nbuckets & (h->nbuckets - 1)) != 0 ||
+      h->nbuckets > m->limit / sizeof(wl_off_t)) {
+    wl__damaged(m);
+    return NULL;
+  }
+  return wl__span(m, h->buckets, h->nbuckets * sizeof(wl_off_t));
+}
+
+const uint16_t *wl__units(wl_manager_t *m, wl_off_t n) {
+  uint64_t len = WL__NAME(m, n)->len;
+
+  if (len > m->limit / sizeof(uint16_t)) {
+    wl__damaged(m);
+    return NULL;
+  }
+  return wl__span(m, n + offsetof(wl__name_t, units), len * sizeof(uint16_t));
+}
 
 static void wl__names_resize(wl_manager_t *m, uint64_t nbuckets) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t off = wl__alloc(m, WL__ARRAY, nbuckets * sizeof(wl_off_t));
-  wl_off_t *buckets, *old;
-  uint64_t i;
+  wl_off_t *buckets, *old = wl__buckets(m);
+  uint64_t i, steps = WL__STEPS(m);
 
-  if (off == 0)
+  if (off == 0 || m->damaged)
     return; /* keep the old table: longer chains, still correct */
-  buckets = WL__REC(m, off);
+  buckets = wl__span(m, off, nbuckets * sizeof(wl_off_t));
+  if (buckets == NULL)
+    return;
   memset(buckets, 0, nbuckets * sizeof(wl_off_t));
-  old = h->buckets != 0 ? WL__BUCKETS(m) : NULL;
-  for (i = 0; i < h->nbuckets; i++) {
+  for (i = 0; old != NULL && i < h->nbuckets; i++) {
     wl_off_t n = old[i];
-    while (n != 0) {
+    while (n != 0 && steps-- > 0 && !m->damaged) {
       wl__name_t *name = WL__NAME(m, n);
       wl_off_t next = name->hnext;
       wl_off_t *b = &buckets[name->hash & (nbuckets - 1)];
@@ -75,15 +99,21 @@ static void wl__names_resize(wl_manager_t *m, uint64_t nbuckets) {
 wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash, const uint16_t *units,
                         size_t len) {
   wl__hdr_t *h = WL__HDR(m);
-  wl_off_t n;
+  wl_off_t *buckets = wl__buckets(m), n;
+  uint64_t steps = WL__STEPS(m);
 
-  if (h->nbuckets == 0)
+  if (buckets == NULL)
     return 0;
-  for (n = WL__BUCKETS(m)[hash & (h->nbuckets - 1)]; n != 0;
+  for (n = buckets[hash & (h->nbuckets - 1)]; n != 0 && steps-- > 0;
        n = WL__NAME(m, n)->hnext) {
     wl__name_t *name = WL__NAME(m, n);
-    if (name->hash == hash && name->len == len &&
-        (len == 0 || memcmp(name->units, units, len * sizeof(uint16_t)) == 0))
+    const uint16_t *have;
+    if (name->hash != hash || name->len != len)
+      continue;
+    if (len == 0)
+      return n;
+    have = wl__units(m, n);
+    if (have != NULL && memcmp(have, units, len * sizeof(uint16_t)) == 0)
       return n;
   }
   return 0;
@@ -92,20 +122,18 @@ wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash, const uint16_t *units,
 int wl__names_link(wl_manager_t *m, wl_off_t n) {
   wl__hdr_t *h = WL__HDR(m);
   wl__name_t *name = WL__NAME(m, n);
-  wl_off_t *b;
+  wl_off_t *buckets;
 
-  if (h->nbuckets == 0) {
+  if (h->nbuckets == 0)
     wl__names_resize(m, WL__MIN_BUCKETS);
-    if (h->nbuckets == 0)
-      return WL_ENOMEM;
-  } else if (h->count >= h->nbuckets) {
+  else if (h->count >= h->nbuckets)
     wl__names_resize(m, h->nbuckets * 2);
-  }
-  b = &WL__BUCKETS(m)[name->hash & (h->nbuckets - 1)];
-  name->hnext = *b;
-  *b = n;
-  wl__list_append(m->base, wl__off_of(m->base, &h->order),
-                  n + offsetof(wl__name_t, order));
+  buckets = wl__buckets(m);
+  if (buckets == NULL)
+    return m->damaged ? WL_ECORRUPT : WL_ENOMEM;
+  name->hnext = buckets[name->hash & (h->nbuckets - 1)];
+  buckets[name->hash & (h->nbuckets - 1)] = n;
+  wl__list_append(m, wl__off_of(m, &h->order), n + offsetof(wl__name_t, order));
   h->count++;
   return 0;
 }
@@ -121,12 +149,17 @@ wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
   if (n == 0)
     return 0;
   name = WL__NAME(m, n);
-  wl__list_init(m->base, n + offsetof(wl__name_t, queue));
-  wl__list_init(m->base, n + offsetof(wl__name_t, held));
+  wl__list_init(m, n + offsetof(wl__name_t, queue));
+  wl__list_init(m, n + offsetof(wl__name_t, held));
   name->hash = hash;
   name->len = len;
-  if (len > 0)
-    memcpy(name->units, units, len * sizeof(uint16_t));
+  if (len > 0) {
+    uint16_t *to = wl__span(m, n + offsetof(wl__name_t, units),
+                            len * sizeof(uint16_t));
+    if (to == NULL)
+      return 0;
+    memcpy(to, units, len * sizeof(uint16_t));
+  }
   if (wl__names_link(m, n) != 0) {
     wl__free(m, n);
     return 0;
@@ -137,12 +170,21 @@ wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
 void wl__names_remove(wl_manager_t *m, wl_off_t n) {
   wl__hdr_t *h = WL__HDR(m);
   wl__name_t *name = WL__NAME(m, n);
-  wl_off_t *p = &WL__BUCKETS(m)[name->hash & (h->nbuckets - 1)];
+  wl_off_t *buckets = wl__buckets(m), *p;
+  uint64_t steps = WL__STEPS(m);
 
-  while (*p != n)
+  if (buckets == NULL)
+    return;
+  p = &buckets[name->hash & (h->nbuckets - 1)];
+  while (*p != n) {
+    if (*p == 0 || steps-- == 0) {
+      wl__damaged(m);
+      return;
+    }
     p = &WL__NAME(m, *p)->hnext;
+  }
   *p = name->hnext;
-  wl__list_remove(m->base, n + offsetof(wl__name_t, order));
+  wl__list_remove(m, n + offsetof(wl__name_t, order));
   wl__free(m, n);
   h->count--;
   /* Shrink lazily (at 1/8 load) so that a burst of names leaves no large

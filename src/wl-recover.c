@@ -12,9 +12,9 @@
 #include "wl-internal.h"
 
 #define B(m) ((m)->base)
-#define NAME(m, off) ((wl__name_t *)WL__REC(m, off))
-#define REQ(m, off) ((wl__req_t *)WL__REC(m, off))
-#define AGENT(m, off) ((wl__agent_t *)WL__REC(m, off))
+#define NAME(m, off) WL__REC(m, off, wl__name_t)
+#define REQ(m, off) WL__REC(m, off, wl__req_t)
+#define AGENT(m, off) WL__REC(m, off, wl__agent_t)
 #define AT(off, type, member) ((off) + offsetof(type, member))
 
 typedef struct {
@@ -50,10 +50,10 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
   bl->recs = NULL;
   bl->kinds = NULL;
   bl->n = 0;
-  if (h->used > h->size)
+  if (h->used > m->limit)
     return WL_ECORRUPT;
   while (at < h->used) {
-    wl__block_t *b = WL__AT(B(m), at);
+    wl__block_t *b = WL__REC(m, at, wl__block_t);
     uint64_t size;
     if (h->used - at < sizeof(*b) || b->cls >= WL__NCLASSES)
       return WL_ECORRUPT;
@@ -127,7 +127,7 @@ static void wl__reset_free_lists(wl_manager_t *m, const wl__blocks_t *bl) {
   for (i = bl->n; i-- > 0;) {
     if (bl->kinds[i] == WL__FREE) {
       wl__block_t *b = wl__block(m, bl->recs[i]);
-      *(wl_off_t *)WL__REC(m, bl->recs[i]) = h->free[b->cls];
+      *WL__REC(m, bl->recs[i], wl_off_t) = h->free[b->cls];
       h->free[b->cls] = bl->recs[i];
     }
   }
@@ -145,8 +145,8 @@ static void wl__reset_name(wl_manager_t *m, wl_off_t n) {
 
   name->hnext = 0;
   name->order.prev = name->order.next = 0;
-  wl__list_init(B(m), AT(n, wl__name_t, queue));
-  wl__list_init(B(m), AT(n, wl__name_t, held));
+  wl__list_init(m, AT(n, wl__name_t, queue));
+  wl__list_init(m, AT(n, wl__name_t, held));
   name->nheld = 0;
   name->nexclusive = 0;
 }
@@ -157,12 +157,12 @@ static void wl__reset_agent(wl_manager_t *m, const wl__blocks_t *bl,
 
   AGENT(m, a)->olink.next = 0;
   if (wl__kind_at(bl, owner) == WL__OWNER)
-    wl__list_append(B(m), AT(owner, wl__owner_t, agents),
+    wl__list_append(m, AT(owner, wl__owner_t, agents),
                     AT(a, wl__agent_t, olink));
-  wl__list_init(B(m), AT(a, wl__agent_t, queued));
-  wl__list_init(B(m), AT(a, wl__agent_t, held));
-  wl__list_init(B(m), AT(a, wl__agent_t, stolen));
-  wl__list_init(B(m), AT(a, wl__agent_t, mail));
+  wl__list_init(m, AT(a, wl__agent_t, queued));
+  wl__list_init(m, AT(a, wl__agent_t, held));
+  wl__list_init(m, AT(a, wl__agent_t, stolen));
+  wl__list_init(m, AT(a, wl__agent_t, mail));
   AGENT(m, a)->closing = 0;
 }
 
@@ -177,7 +177,7 @@ static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
     wl__req_t *req = REQ(m, reqs[i]);
     req->qlink.next = req->alink.next = req->mlink.next = 0;
     if (req->state == WL__QUEUED)
-      wl__list_append(B(m), AT(req->name, wl__name_t, queue),
+      wl__list_append(m, AT(req->name, wl__name_t, queue),
                       AT(reqs[i], wl__req_t, qlink));
   }
   wl__sort(m, tmp, reqs, n, offsetof(wl__req_t, hkey));
@@ -186,9 +186,9 @@ static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
     wl__name_t *name = NAME(m, req->name);
     if (req->state != WL__HELD)
       continue;
-    wl__list_append(B(m), AT(req->name, wl__name_t, held),
+    wl__list_append(m, AT(req->name, wl__name_t, held),
                     AT(reqs[i], wl__req_t, qlink));
-    wl__list_append(B(m), AT(req->agent, wl__agent_t, held),
+    wl__list_append(m, AT(req->agent, wl__agent_t, held),
                     AT(reqs[i], wl__req_t, alink));
     name->nheld++;
     if (req->mode == WL_EXCLUSIVE)
@@ -198,17 +198,17 @@ static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
   for (i = 0; i < n; i++) {
     wl__req_t *req = REQ(m, reqs[i]);
     if (req->state == WL__QUEUED)
-      wl__list_append(B(m), AT(req->agent, wl__agent_t, queued),
+      wl__list_append(m, AT(req->agent, wl__agent_t, queued),
                       AT(reqs[i], wl__req_t, alink));
     else if (req->state == WL__STOLEN)
-      wl__list_append(B(m), AT(req->agent, wl__agent_t, stolen),
+      wl__list_append(m, AT(req->agent, wl__agent_t, stolen),
                       AT(reqs[i], wl__req_t, alink));
   }
   wl__sort(m, tmp, reqs, n, offsetof(wl__req_t, mkey));
   for (i = 0; i < n; i++) {
     wl__req_t *req = REQ(m, reqs[i]);
     if (req->events != 0)
-      wl__list_append(B(m), AT(req->agent, wl__agent_t, mail),
+      wl__list_append(m, AT(req->agent, wl__agent_t, mail),
                       AT(reqs[i], wl__req_t, mlink));
   }
 }
@@ -230,11 +230,11 @@ int wl__recover(wl_manager_t *m) {
   if (rc != 0)
     goto done;
   /* What stays: agents, consistent requests, and the names they use. */
-  wl__list_init(B(m), wl__off_of(B(m), &h->owners));
+  wl__list_init(m, wl__off_of(m, &h->owners));
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__OWNER) {
-      wl__list_init(B(m), AT(bl.recs[i], wl__owner_t, agents));
-      wl__list_append(B(m), wl__off_of(B(m), &h->owners),
+      wl__list_init(m, AT(bl.recs[i], wl__owner_t, agents));
+      wl__list_append(m, wl__off_of(m, &h->owners),
                       AT(bl.recs[i], wl__owner_t, link));
     }
   }
@@ -276,10 +276,15 @@ int wl__recover(wl_manager_t *m) {
   h->buckets = 0;
   h->nbuckets = 0;
   h->count = 0;
-  wl__list_init(B(m), wl__off_of(B(m), &h->order));
+  wl__list_init(m, wl__off_of(m, &h->order));
   for (i = 0; i < nnames; i++) {
     wl__name_t *name = NAME(m, names[i]);
-    name->hash = wl__hash(m, name->units, (size_t)name->len);
+    const uint16_t *units = wl__units(m, names[i]);
+    if (units == NULL) {
+      rc = WL_ECORRUPT;
+      goto done;
+    }
+    name->hash = wl__hash(m, units, (size_t)name->len);
     if (wl__names_link(m, names[i]) != 0) {
       rc = WL_ENOMEM;
       goto done;
@@ -291,7 +296,7 @@ int wl__recover(wl_manager_t *m) {
   /* An agent without a live owner record is gone with its process. */
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__AGENT &&
-        !wl__linked(B(m), AT(bl.recs[i], wl__agent_t, olink)))
+        !wl__linked(m, AT(bl.recs[i], wl__agent_t, olink)))
       wl__close_agent(m, bl.recs[i]);
   }
 done:

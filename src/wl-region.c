@@ -22,7 +22,7 @@
 /* How much of a new record wl__alloc zeroes: every record's fixed part. */
 #define WL__ZERO_BYTES 256
 
-#define WL__BLOCK(m, rec) ((wl__block_t *)WL__REC(m, (rec) - sizeof(wl__block_t)))
+#define WL__BLOCK(m, rec) WL__REC(m, (rec) - sizeof(wl__block_t), wl__block_t)
 
 static int wl__class_of(uint64_t bytes) {
   uint64_t total = bytes + sizeof(wl__block_t);
@@ -47,8 +47,10 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
   h->used = (sizeof(*h) + 15) & ~(uint64_t)15;
   h->seed = seed | 1;
   m->base = base;
-  wl__list_init(base, wl__off_of(base, &h->order));
-  wl__list_init(base, wl__off_of(base, &h->owners));
+  m->limit = size;
+  m->damaged = 0;
+  wl__list_init(m, wl__off_of(m, &h->order));
+  wl__list_init(m, wl__off_of(m, &h->owners));
   return 0;
 }
 
@@ -67,11 +69,13 @@ wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind, uint64_t bytes) {
     return 0;
   rec = h->free[c];
   if (rec != 0) {
-    h->free[c] = *(wl_off_t *)WL__REC(m, rec);
+    h->free[c] = *WL__REC(m, rec, wl_off_t);
     b = WL__BLOCK(m, rec);
+    if (b->cls != (uint32_t)c || m->damaged)
+      return 0; /* a damaged free list: reported, and nothing handed out */
   } else {
     uint64_t block = (uint64_t)1 << (c + WL__MIN_SHIFT);
-    if (block > h->size - h->used)
+    if (h->used > m->limit || block > m->limit - h->used)
       return 0;
     rec = h->used + sizeof(wl__block_t);
     b = WL__BLOCK(m, rec);
@@ -81,7 +85,8 @@ wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind, uint64_t bytes) {
     WL__PUBLISH(h->used, h->used + block);
   }
   WL__FAULT("alloc");
-  memset(WL__REC(m, rec), 0, bytes < WL__ZERO_BYTES ? bytes : WL__ZERO_BYTES);
+  memset(wl__rec(m, rec, bytes < WL__ZERO_BYTES ? bytes : WL__ZERO_BYTES), 0,
+         bytes < WL__ZERO_BYTES ? bytes : WL__ZERO_BYTES);
   WL__PUBLISH(b->kind, kind);
   return rec;
 }
@@ -89,19 +94,25 @@ wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind, uint64_t bytes) {
 void wl__free(wl_manager_t *m, wl_off_t rec) {
   wl__hdr_t *h = WL__HDR(m);
   wl__block_t *b = WL__BLOCK(m, rec);
-  uint64_t block = (uint64_t)1 << (b->cls + WL__MIN_SHIFT);
+  uint64_t block;
+
+  if (b->cls >= WL__NCLASSES || m->damaged) {
+    wl__damaged(m);
+    return;
+  }
+  block = (uint64_t)1 << (b->cls + WL__MIN_SHIFT);
 
   WL__PUBLISH(b->kind, WL__FREE);
   b->gen++;
   WL__FAULT("free");
-  *(wl_off_t *)WL__REC(m, rec) = h->free[b->cls];
+  *WL__REC(m, rec, wl_off_t) = h->free[b->cls];
   h->free[b->cls] = rec;
   if (block >= WL__RETURN_BYTES) {
     /* Whole pages past the one holding the block's header and link. */
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
     uint64_t from = (rec + sizeof(wl_off_t) + page - 1) & ~(page - 1);
     uint64_t to = (rec - sizeof(wl__block_t) + block) & ~(page - 1);
-    if (to > from)
+    if (to > from && to <= m->limit)
       madvise(m->base + from, to - from, MADV_DONTNEED);
   }
 }
@@ -110,8 +121,14 @@ wl__block_t *wl__block(wl_manager_t *m, wl_off_t rec) {
   return WL__BLOCK(m, rec);
 }
 
+void *wl__damaged(wl_manager_t *m) {
+  m->damaged = 1;
+  memset(&m->scratch, 0, sizeof(m->scratch));
+  return &m->scratch;
+}
+
 static pthread_mutex_t wl__local_mutex = PTHREAD_MUTEX_INITIALIZER;
-static wl_manager_t wl__local_m = {&wl__local_mutex, NULL, 0, NULL, -1, NULL, 0, -1};
+static wl_manager_t wl__local_m = {.mutex = &wl__local_mutex, .fd = -1, .probe_fd = -1};
 static pthread_once_t wl__local_once = PTHREAD_ONCE_INIT;
 
 /* Reserves as much address space as the system grants, up to 64 GiB. */

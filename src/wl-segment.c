@@ -167,6 +167,9 @@ static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
   m->map = map;
   m->map_size = size;
   m->base = (char *)map + WL__PAGE;
+  /* The region's bound comes from the mapping, never from the file. */
+  m->limit = size - WL__PAGE;
+  m->damaged = 0;
   m->mutex = &((wl__seg_t *)map)->mutex;
   return 0;
 }

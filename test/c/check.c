@@ -4,7 +4,7 @@
 #include "test.h"
 
 #define B(m) ((m)->base)
-#define REQ(m, off) ((wl__req_t *)WL__REC(m, off))
+#define REQ(m, off) WL__REC(m, off, wl__req_t)
 #define AT(off, type, member) ((off) + offsetof(type, member))
 
 static int report(const char *what) {
@@ -18,13 +18,13 @@ static int report(const char *what) {
 static long walk(wl_manager_t *m, wl_off_t head, size_t link, int state,
                  size_t field, wl_off_t want, uint64_t *nexclusive) {
   uint64_t limit = WL__HDR(m)->used / 32 + 2;
-  wl_off_t at = WL__LINK(B(m), head)->next, prev = head;
+  wl_off_t at = WL__LINK(m, head)->next, prev = head;
   long n = 0;
 
   while (at != head) {
     wl_off_t r = at - link;
     wl__block_t *b = wl__block(m, r);
-    if (--limit == 0 || WL__LINK(B(m), at)->prev != prev ||
+    if (--limit == 0 || WL__LINK(m, at)->prev != prev ||
         b->kind != WL__REQUEST || (state >= 0 && REQ(m, r)->state != state) ||
         *(wl_off_t *)((char *)REQ(m, r) + field) != want)
       return -1;
@@ -32,21 +32,21 @@ static long walk(wl_manager_t *m, wl_off_t head, size_t link, int state,
       (*nexclusive)++;
     n++;
     prev = at;
-    at = WL__LINK(B(m), at)->next;
+    at = WL__LINK(m, at)->next;
   }
-  return WL__LINK(B(m), head)->prev == prev ? n : -1;
+  return WL__LINK(m, head)->prev == prev ? n : -1;
 }
 
 int wl__check(wl_manager_t *m) {
   wl__hdr_t *h = WL__HDR(m);
-  wl_off_t order = wl__off_of(B(m), &h->order), ln, at;
+  wl_off_t order = wl__off_of(m, &h->order), ln, at;
   uint64_t names = 0, limit = h->used / 32 + 2;
   long listed = 0, records = 0, agents_listed = 0;
 
-  for (ln = WL__LINK(B(m), order)->next; ln != order;
-       ln = WL__LINK(B(m), ln)->next) {
+  for (ln = WL__LINK(m, order)->next; ln != order;
+       ln = WL__LINK(m, ln)->next) {
     wl_off_t n = wl__record_of(ln, wl__name_t, order);
-    wl__name_t *name = WL__REC(m, n);
+    wl__name_t *name = WL__REC(m, n, wl__name_t);
     uint64_t nexclusive = 0;
     long q, held;
     if (--limit == 0 || wl__block(m, n)->kind != WL__NAME)
@@ -61,7 +61,7 @@ int wl__check(wl_manager_t *m) {
       return report("a name's counters disagree with its held list");
     if (q + held == 0)
       return report("a name with no queue and no holder was kept");
-    if (wl__names_find(m, name->hash, name->units, (size_t)name->len) != n)
+    if (wl__names_find(m, name->hash, wl__units(m, n), (size_t)name->len) != n)
       return report("a name cannot be found in the table");
     listed += q + held;
     names++;
@@ -69,10 +69,9 @@ int wl__check(wl_manager_t *m) {
   if (names != h->count)
     return report("the table's count disagrees with its order list");
   for (at = (sizeof(*h) + 15) & ~(uint64_t)15; at < h->used;
-       at += (uint64_t)1 << (((wl__block_t *)WL__AT(B(m), at))->cls +
-                             WL__MIN_SHIFT)) {
+       at += (uint64_t)1 << (WL__REC(m, at, wl__block_t)->cls + WL__MIN_SHIFT)) {
     wl_off_t rec = at + sizeof(wl__block_t);
-    wl__block_t *b = WL__AT(B(m), at);
+    wl__block_t *b = WL__REC(m, at, wl__block_t);
     if (b->kind == WL__REQUEST &&
         (REQ(m, rec)->state == WL__QUEUED || REQ(m, rec)->state == WL__HELD))
       records++;
