@@ -65,6 +65,7 @@ typedef struct {
   uint32_t cap;
   uint32_t free_head; /* id + 1 of the first free slot, 0 if none */
   size_t waiting;     /* requests not yet granted: they keep the loop alive */
+  wlb_req_t *spare;   /* request structs to reuse, linked by req.data */
 } wlb_thread_t;
 
 static void wlb__throw_last(napi_env env) {
@@ -127,12 +128,24 @@ static void wlb__unwait(wlb_thread_t *t, wlb_req_t *r) {
     uv_unref((uv_handle_t *)&t->async);
 }
 
-/* The core no longer references r: give its slot back and free it. */
+/* The core no longer references r: give its slot back, and keep r for the
+ * next request (a request costs no malloc once the thread has warmed up). */
 static void wlb__free(wlb_thread_t *t, wlb_req_t *r) {
   wlb__unwait(t, r);
   t->slots[r->id] = ((uintptr_t)t->free_head << 1) | 1;
   t->free_head = r->id + 1;
-  free(r);
+  r->req.data = t->spare;
+  t->spare = r;
+}
+
+/* A request struct: one given back earlier, or a new one. */
+static wlb_req_t *wlb__new(wlb_thread_t *t) {
+  wlb_req_t *r = t->spare;
+
+  if (r == NULL)
+    return malloc(sizeof(*r));
+  t->spare = r->req.data;
+  return r;
 }
 
 /* The thread this code runs on, if it has loaded the addon. */
@@ -267,6 +280,11 @@ static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
     if (!(t->slots[id] & 1))
       free((wlb_req_t *)t->slots[id]);
   }
+  while (t->spare != NULL) {
+    wlb_req_t *r = t->spare;
+    t->spare = r->req.data;
+    free(r);
+  }
   wlb__drop_js(t);
   wlb__close_handles(t);
 }
@@ -382,14 +400,15 @@ static int wlb__make(napi_env env, wlb_thread_t *t, const char16_t *name,
                      size_t len, uint32_t mode, uint32_t flags,
                      napi_value *out) {
   napi_value results[2];
-  wlb_req_t *r = malloc(sizeof(*r));
+  wlb_req_t *r = wlb__new(t);
   int rc;
 
   if (r == NULL)
     return WL_ENOMEM;
   r->waiting = 0;
   if ((rc = wlb__slot_alloc(t, r)) != 0) {
-    free(r);
+    r->req.data = t->spare;
+    t->spare = r;
     return rc;
   }
   if (wlb__results(env, r->id, results) != 0) {

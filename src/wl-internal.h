@@ -121,6 +121,7 @@ struct wl_manager_s {
   pthread_mutex_t *mutex; /* the process's own, or in a shared file */
   char *base;             /* the region */
   uint64_t limit;         /* its size, as checked when it was mapped */
+  uint64_t steps;         /* limit / 32 + 2: see WL__STEPS */
   int damaged;            /* an offset pointed outside it */
   uint64_t scratch[64];   /* what a bad offset reads and writes instead */
   /* This process's owner record (0 in the process-wide manager): it tells
@@ -142,11 +143,21 @@ struct wl_manager_s {
  * outside the region (a damaged or hostile file) marks the manager damaged
  * and yields a blank scratch record instead, so that the operation ends
  * without a stray access and reports WL_ECORRUPT. */
-void *wl__damaged(wl_manager_t *m);
+#if defined(__GNUC__)
+#define WL__COLD __attribute__((cold, noinline))
+#define WL__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define WL__COLD
+#define WL__UNLIKELY(x) (x)
+#endif
 
+WL__COLD void *wl__damaged(wl_manager_t *m);
+
+/* One unsigned compare: off in [16, limit - bytes]; a region is always
+ * larger than a record plus its block header. */
 static inline void *wl__rec(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
-  if (off < sizeof(wl__block_t) || bytes > m->limit ||
-      off > m->limit - bytes)
+  if (WL__UNLIKELY(off - sizeof(wl__block_t) >
+                   m->limit - sizeof(wl__block_t) - bytes))
     return wl__damaged(m);
   return m->base + off;
 }
@@ -165,9 +176,9 @@ static inline void *wl__span(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
 #define WL__REC(m, off, type) ((type *)wl__rec(m, off, sizeof(type)))
 #define WL__LINK(m, off) WL__REC(m, off, wl__link_t)
 
-/* How many steps any walk may take: more than the region can hold records,
- * so a longer walk is a damaged list. */
-#define WL__STEPS(m) ((m)->limit / 32 + 2)
+/* How many steps any walk may take: more than the region can hold records
+ * (limit / 32 + 2, set with limit), so a longer walk is a damaged list. */
+#define WL__STEPS(m) ((m)->steps)
 
 static inline void wl__list_init(wl_manager_t *m, wl_off_t head) {
   wl__link_t *h = WL__LINK(m, head);

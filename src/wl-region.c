@@ -48,6 +48,7 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
   h->seed = seed | 1;
   m->base = base;
   m->limit = size;
+  m->steps = size / 32 + 2;
   m->damaged = 0;
   wl__list_init(m, wl__off_of(m, &h->order));
   wl__list_init(m, wl__off_of(m, &h->owners));
@@ -121,7 +122,7 @@ wl__block_t *wl__block(wl_manager_t *m, wl_off_t rec) {
   return WL__BLOCK(m, rec);
 }
 
-void *wl__damaged(wl_manager_t *m) {
+WL__COLD void *wl__damaged(wl_manager_t *m) {
   m->damaged = 1;
   memset(&m->scratch, 0, sizeof(m->scratch));
   return &m->scratch;

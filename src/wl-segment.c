@@ -169,6 +169,7 @@ static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
   m->base = (char *)map + WL__PAGE;
   /* The region's bound comes from the mapping, never from the file. */
   m->limit = size - WL__PAGE;
+  m->steps = m->limit / 32 + 2;
   m->damaged = 0;
   m->mutex = &((wl__seg_t *)map)->mutex;
   return 0;
