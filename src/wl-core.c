@@ -20,27 +20,18 @@
 #define AT(off, type, member) ((off) + offsetof(type, member))
 #define REQ_OF(link, member) wl__record_of(link, wl__req_t, member)
 
-int wl__lock(wl_manager_t *m) {
-  int rc;
-
-  if (m->damaged)
+/* The mutex's last holder died inside an algorithm: repair, then go on. */
+WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
+  if (rc != EOWNERDEAD)
     return WL_ECORRUPT;
-  rc = pthread_mutex_lock(m->mutex);
-
-  if (rc == EOWNERDEAD) {
-    /* Its last holder died inside an algorithm: repair, then go on. */
-    rc = wl__recover(m);
-    pthread_mutex_consistent(m->mutex);
-    if (rc == 0)
-      wl__sweep(m);
-    else
-      wl__unlock(m);
-    return rc;
-  }
-  return rc == 0 ? 0 : WL_ECORRUPT;
+  rc = wl__recover(m);
+  pthread_mutex_consistent(m->mutex);
+  if (rc == 0)
+    wl__sweep(m);
+  else
+    wl__unlock(m);
+  return rc;
 }
-
-void wl__unlock(wl_manager_t *m) { pthread_mutex_unlock(m->mutex); }
 
 /* Ends an operation: its result, or WL_ECORRUPT if it met a damaged offset
  * (the handle then refuses every further operation). */
@@ -63,7 +54,7 @@ static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
     return;
   if (!wl__linked(m, AT(r, wl__req_t, mlink)))
     req->mkey = wl__stamp(m);
-  WL__PUBLISH(req->events, (uint8_t)(req->events | ev));
+  WL__PUBLISH(req->events, req->events | ev);
   if (wl__linked(m, AT(r, wl__req_t, mlink)))
     return;
   was_empty = wl__list_empty(m, mail);
@@ -129,11 +120,30 @@ void wl__process(wl_manager_t *m, wl_off_t n) {
   }
 }
 
-/* The spec's queue map never shrinks; ours drops a name with no queue and
- * no holders, which no algorithm can tell apart. */
+/* The spec's queue map never shrinks; ours keeps the latest names with no
+ * queue and no holders idle and drops older ones, which no algorithm can
+ * tell apart. */
 static void wl__maybe_drop(wl_manager_t *m, wl_off_t n) {
-  if (wl__list_empty(m, AT(n, wl__name_t, queue)) && NAME(m, n)->nheld == 0)
-    wl__names_remove(m, n);
+  wl__hdr_t *h = WL__HDR(m);
+  wl_off_t idle = wl__off_of(m, &h->idle);
+
+  if (!wl__list_empty(m, AT(n, wl__name_t, queue)) || NAME(m, n)->nheld != 0)
+    return;
+  wl__list_append(m, idle, AT(n, wl__name_t, ilink));
+  if (++h->nidle > WL__IDLE_NAMES) {
+    wl_off_t old = wl__record_of(WL__LINK(m, idle)->next, wl__name_t, ilink);
+    wl__list_remove(m, AT(old, wl__name_t, ilink));
+    h->nidle--;
+    wl__names_remove(m, old);
+  }
+}
+
+/* A name about to get an entry is no longer idle. */
+static void wl__use(wl_manager_t *m, wl_off_t n) {
+  if (wl__linked(m, AT(n, wl__name_t, ilink))) {
+    wl__list_remove(m, AT(n, wl__name_t, ilink));
+    WL__HDR(m)->nidle--;
+  }
 }
 
 static void wl__steal(wl_manager_t *m, wl_off_t n) {
@@ -309,7 +319,7 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   rec = REQ(m, r);
   rec->agent = agent->off;
   rec->handle = (uint64_t)(uintptr_t)req;
-  rec->mode = (uint8_t)mode;
+  rec->mode = (uint32_t)mode;
   rec->rkey = wl__stamp(m);
   req->off = r;
   req->gen = wl__block(m, r)->gen;
@@ -327,6 +337,8 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
       req->off = 0;
       return wl__done(m, WL_ENOMEM);
     }
+  } else {
+    wl__use(m, n);
   }
   WL__FAULT("request-name");
   rec = REQ(m, r);
@@ -428,6 +440,8 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
        ln = WL__LINK(m, ln)->next) {
     wl_off_t n = wl__record_of(ln, wl__name_t, order);
     wl_off_t q = AT(n, wl__name_t, queue), hl = AT(n, wl__name_t, held);
+    if (wl__linked(m, AT(n, wl__name_t, ilink)))
+      continue;
     if (wl__units(m, n) == NULL)
       break;
     units += NAME(m, n)->len;
@@ -451,13 +465,15 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   chars = (char *)(names + units);
   snap->nheld = nheld;
   snap->npending = npending;
-  snap->nnames = h->count; /* a name in the table has an entry */
+  snap->nnames = h->count - h->nidle; /* every other name has an entry */
   /* The same walk again, under the same mutex: the same records. */
   for (ln = WL__LINK(m, order)->next, i = 0; ln != order;
-       ln = WL__LINK(m, ln)->next, i++) {
+       ln = WL__LINK(m, ln)->next) {
     wl_off_t n = wl__record_of(ln, wl__name_t, order);
     wl_off_t q = AT(n, wl__name_t, queue), hl = AT(n, wl__name_t, held);
     wl__name_t *name = NAME(m, n);
+    if (wl__linked(m, AT(n, wl__name_t, ilink)))
+      continue;
     if (name->len > 0)
       memcpy(names, wl__units(m, n), name->len * sizeof(uint16_t));
     for (lr = WL__LINK(m, q)->next; lr != q; lr = WL__LINK(m, lr)->next)
@@ -465,6 +481,7 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
     for (lr = WL__LINK(m, hl)->next; lr != hl; lr = WL__LINK(m, lr)->next)
       held = wl__fill(m, held, REQ_OF(lr, qlink), names, i, &chars);
     names += name->len;
+    i++;
   }
   wl__unlock(m);
   return 0;
@@ -480,7 +497,7 @@ size_t wl__name_count(wl_manager_t *m) {
 
   if (wl__lock(m) != 0)
     return 0;
-  count = WL__HDR(m)->count;
+  count = WL__HDR(m)->count - WL__HDR(m)->nidle;
   wl__unlock(m);
   return count;
 }

@@ -39,11 +39,13 @@ typedef struct {
 
 #define WL__LIVE_BASE ((uint64_t)1 << 48)
 
-/* A resource name in use: it has queued requests or held locks. It is
- * created on first request and freed as soon as it has neither. */
+/* A resource name: created on first request; once it has no queued request
+ * and no held lock, idle, and dropped when WL__IDLE_NAMES newer ones are. */
+#define WL__IDLE_NAMES 64
 typedef struct {
   wl_off_t hnext;   /* hash chain */
   wl__link_t order; /* in the table's first-use order */
+  wl__link_t ilink; /* in the region's idle names while it has no entry */
   wl__link_t queue; /* queued requests, FIFO */
   wl__link_t held;  /* held locks */
   uint64_t nheld;
@@ -83,9 +85,10 @@ typedef struct {
   uint64_t rkey;   /* place in its agent's requests (request order) */
   uint64_t hkey;   /* place in the held set (grant order) */
   uint64_t mkey;   /* place in its agent's mail */
-  uint8_t mode;
-  uint8_t state;
-  uint8_t events;
+  /* Not char-sized: a store through a char type may alias anything. */
+  uint32_t mode;
+  uint32_t state;
+  uint32_t events;
 } wl__req_t;
 
 /* Publishes a record's state after the fields it makes meaningful, so that a
@@ -114,15 +117,24 @@ typedef struct {
   uint64_t nbuckets;
   uint64_t count;
   wl__link_t order;
+  /* Names with no entry left, kept (the oldest dropped first) so that a name
+   * used again and again costs no table work; no algorithm can tell. */
+  wl__link_t idle;
+  uint64_t nidle;
   wl__link_t owners; /* of a shared manager */
 } wl__hdr_t;
 
 struct wl_manager_s {
   pthread_mutex_t *mutex; /* the process's own, or in a shared file */
   char *base;             /* the region */
-  uint64_t limit;         /* its size, as checked when it was mapped */
-  uint64_t steps;         /* limit / 32 + 2: see WL__STEPS */
-  int damaged;            /* an offset pointed outside it */
+  /* Of types that no store into the region (uint64_t, uint32_t) can alias,
+   * so that the compiler keeps them in registers across those stores. */
+  unsigned long long limit; /* its size, as checked when it was mapped */
+  unsigned long long steps; /* limit / 32 + 2: see WL__STEPS */
+  _Bool damaged;            /* an offset pointed outside it */
+  /* Mapped by other processes too: its offsets are checked. The process's
+   * own region is written by this code alone and is not. */
+  _Bool shared;
   uint64_t scratch[64];   /* what a bad offset reads and writes instead */
   /* This process's owner record (0 in the process-wide manager): it tells
    * its agents from other processes', which it can notify only through
@@ -139,7 +151,7 @@ struct wl_manager_s {
 #define WL__HDR(m) ((wl__hdr_t *)(m)->base)
 #define wl__off_of(m, ptr) ((wl_off_t)((char *)(ptr) - (m)->base))
 
-/* Every offset read from a region goes through here. One that points
+/* Every offset read from a shared region goes through here. One that points
  * outside the region (a damaged or hostile file) marks the manager damaged
  * and yields a blank scratch record instead, so that the operation ends
  * without a stray access and reports WL_ECORRUPT. */
@@ -156,8 +168,8 @@ WL__COLD void *wl__damaged(wl_manager_t *m);
 /* One unsigned compare: off in [16, limit - bytes]; a region is always
  * larger than a record plus its block header. */
 static inline void *wl__rec(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
-  if (WL__UNLIKELY(off - sizeof(wl__block_t) >
-                   m->limit - sizeof(wl__block_t) - bytes))
+  if (m->shared && WL__UNLIKELY(off - sizeof(wl__block_t) >
+                                m->limit - sizeof(wl__block_t) - bytes))
     return wl__damaged(m);
   return m->base + off;
 }
@@ -165,8 +177,8 @@ static inline void *wl__rec(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
 /* The same for a span longer than the scratch record (a bucket array, a
  * name's units): NULL when it is outside the region. */
 static inline void *wl__span(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
-  if (off < sizeof(wl__block_t) || bytes > m->limit ||
-      off > m->limit - bytes) {
+  if (m->shared && (off < sizeof(wl__block_t) || bytes > m->limit ||
+                    off > m->limit - bytes)) {
     wl__damaged(m);
     return NULL;
   }
@@ -224,6 +236,8 @@ static inline void wl__list_remove(wl_manager_t *m, wl_off_t node) {
 /* One more step of a walk: 0 when the manager is damaged or the walk's
  * budget is spent (then it is damaged: no list is that long). */
 static inline int wl__step(wl_manager_t *m, uint64_t *steps) {
+  if (!m->shared)
+    return 1;
   if (m->damaged)
     return 0;
   if (*steps == 0) {
@@ -250,8 +264,17 @@ wl__block_t *wl__block(wl_manager_t *m, wl_off_t off);
 /* Takes and gives back the manager's mutex. Taking it repairs a shared
  * manager whose previous holder died (wl-recover.c); returns 0 or an error
  * code, and then the mutex is not held. */
-int wl__lock(wl_manager_t *m);
-void wl__unlock(wl_manager_t *m);
+WL__COLD int wl__lock_slow(wl_manager_t *m, int rc);
+static inline int wl__lock(wl_manager_t *m) {
+  int rc;
+
+  if (WL__UNLIKELY(m->damaged))
+    return WL_ECORRUPT;
+  rc = pthread_mutex_lock(m->mutex);
+  return WL__UNLIKELY(rc != 0) ? wl__lock_slow(m, rc) : 0;
+}
+
+static inline void wl__unlock(wl_manager_t *m) { pthread_mutex_unlock(m->mutex); }
 int wl__recover(wl_manager_t *m);
 /* This process's owner record, under the mutex (wl-live.c). */
 int wl__owner_open(wl_manager_t *m);

@@ -145,6 +145,7 @@ static void wl__reset_name(wl_manager_t *m, wl_off_t n) {
 
   name->hnext = 0;
   name->order.prev = name->order.next = 0;
+  name->ilink.prev = name->ilink.next = 0;
   wl__list_init(m, AT(n, wl__name_t, queue));
   wl__list_init(m, AT(n, wl__name_t, held));
   name->nheld = 0;
@@ -276,7 +277,9 @@ int wl__recover(wl_manager_t *m) {
   h->buckets = 0;
   h->nbuckets = 0;
   h->count = 0;
+  h->nidle = 0;
   wl__list_init(m, wl__off_of(m, &h->order));
+  wl__list_init(m, wl__off_of(m, &h->idle));
   for (i = 0; i < nnames; i++) {
     wl__name_t *name = NAME(m, names[i]);
     const uint16_t *units = wl__units(m, names[i]);

@@ -51,6 +51,7 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
   m->steps = size / 32 + 2;
   m->damaged = 0;
   wl__list_init(m, wl__off_of(m, &h->order));
+  wl__list_init(m, wl__off_of(m, &h->idle));
   wl__list_init(m, wl__off_of(m, &h->owners));
   return 0;
 }

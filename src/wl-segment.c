@@ -64,6 +64,7 @@ static int wl__init_file(int fd, wl__seg_t *seg, uint64_t size) {
   int rc;
 
   memset(seg, 0, sizeof(*seg));
+  memset(&tmp, 0, sizeof(tmp));
   if ((rc = pthread_mutexattr_init(&attr)) != 0)
     return -rc;
   if ((rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED)) == 0 &&
@@ -171,6 +172,7 @@ static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
   m->limit = size - WL__PAGE;
   m->steps = m->limit / 32 + 2;
   m->damaged = 0;
+  m->shared = 1;
   m->mutex = &((wl__seg_t *)map)->mutex;
   return 0;
 }

@@ -25,7 +25,7 @@ static long walk(wl_manager_t *m, wl_off_t head, size_t link, int state,
     wl_off_t r = at - link;
     wl__block_t *b = wl__block(m, r);
     if (--limit == 0 || WL__LINK(m, at)->prev != prev ||
-        b->kind != WL__REQUEST || (state >= 0 && REQ(m, r)->state != state) ||
+        b->kind != WL__REQUEST || (state >= 0 && REQ(m, r)->state != (uint32_t)state) ||
         *(wl_off_t *)((char *)REQ(m, r) + field) != want)
       return -1;
     if (nexclusive != NULL && REQ(m, r)->mode == WL_EXCLUSIVE)
@@ -40,7 +40,7 @@ static long walk(wl_manager_t *m, wl_off_t head, size_t link, int state,
 int wl__check(wl_manager_t *m) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t order = wl__off_of(m, &h->order), ln, at;
-  uint64_t names = 0, limit = h->used / 32 + 2;
+  uint64_t names = 0, idle = 0, limit = h->used / 32 + 2;
   long listed = 0, records = 0, agents_listed = 0;
 
   for (ln = WL__LINK(m, order)->next; ln != order;
@@ -59,15 +59,16 @@ int wl__check(wl_manager_t *m) {
       return report("a name's queue or held list is damaged");
     if ((uint64_t)held != name->nheld || nexclusive != name->nexclusive)
       return report("a name's counters disagree with its held list");
-    if (q + held == 0)
-      return report("a name with no queue and no holder was kept");
+    if ((q + held == 0) != wl__linked(m, AT(n, wl__name_t, ilink)))
+      return report("a name is idle with entries, or has none and is not idle");
+    idle += q + held == 0;
     if (wl__names_find(m, name->hash, wl__units(m, n), (size_t)name->len) != n)
       return report("a name cannot be found in the table");
     listed += q + held;
     names++;
   }
-  if (names != h->count)
-    return report("the table's count disagrees with its order list");
+  if (names != h->count || idle != h->nidle)
+    return report("the table's counts disagree with its order list");
   for (at = (sizeof(*h) + 15) & ~(uint64_t)15; at < h->used;
        at += (uint64_t)1 << (WL__REC(m, at, wl__block_t)->cls + WL__MIN_SHIFT)) {
     wl_off_t rec = at + sizeof(wl__block_t);
