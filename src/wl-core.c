@@ -138,6 +138,24 @@ static void wl__maybe_drop(wl_manager_t *m, wl_off_t n) {
   }
 }
 
+/* Drops every idle name: the region needs the room. Returns whether there
+ * were any. */
+static int wl__drop_idle(wl_manager_t *m) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl_off_t idle = wl__off_of(m, &h->idle);
+  uint64_t steps = WL__STEPS(m);
+  int any = 0;
+
+  while (wl__more(m, idle, &steps)) {
+    wl_off_t old = wl__record_of(WL__LINK(m, idle)->next, wl__name_t, ilink);
+    wl__list_remove(m, AT(old, wl__name_t, ilink));
+    h->nidle--;
+    wl__names_remove(m, old);
+    any = 1;
+  }
+  return any;
+}
+
 /* A name about to get an entry is no longer idle. */
 static void wl__use(wl_manager_t *m, wl_off_t n) {
   if (wl__linked(m, AT(n, wl__name_t, ilink))) {
@@ -313,6 +331,8 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   if ((granted = wl__lock(m)) != 0)
     return granted;
   r = wl__alloc(m, WL__REQUEST, sizeof(*rec));
+  if (r == 0 && wl__drop_idle(m))
+    r = wl__alloc(m, WL__REQUEST, sizeof(*rec));
   WL__FAULT("request-alloc");
   if (r == 0)
     return wl__done(m, WL_ENOMEM);
@@ -332,6 +352,8 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   }
   if (n == 0) {
     n = wl__names_add(m, hash, name, name_len);
+    if (n == 0 && wl__drop_idle(m))
+      n = wl__names_add(m, hash, name, name_len);
     if (n == 0) {
       wl__free(m, r);
       req->off = 0;

@@ -40,8 +40,9 @@ typedef struct {
 #define WL__LIVE_BASE ((uint64_t)1 << 48)
 
 /* A resource name: created on first request; once it has no queued request
- * and no held lock, idle, and dropped when WL__IDLE_NAMES newer ones are. */
-#define WL__IDLE_NAMES 64
+ * and no held lock, idle, and dropped when WL__IDLE_NAMES newer ones are or
+ * when the region needs the room. */
+#define WL__IDLE_NAMES 1024
 typedef struct {
   wl_off_t hnext;   /* hash chain */
   wl__link_t order; /* in the table's first-use order */
@@ -117,8 +118,9 @@ typedef struct {
   uint64_t nbuckets;
   uint64_t count;
   wl__link_t order;
-  /* Names with no entry left, kept (the oldest dropped first) so that a name
-   * used again and again costs no table work; no algorithm can tell. */
+  /* Names with no entry left, kept (the oldest dropped first, all of them
+   * when the region is full) so that a name used again and again costs no
+   * table work; no algorithm can tell. */
   wl__link_t idle;
   uint64_t nidle;
   wl__link_t owners; /* of a shared manager */
