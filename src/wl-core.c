@@ -183,7 +183,7 @@ int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
                   size_t client_id_len, wl_notify_cb notify) {
   wl__agent_t *a;
   wl_off_t off;
-  int rc;
+  int rc, fd = WL_ENOMEM;
 
   if (client_id_len > WL_CLIENT_ID_MAX || notify == NULL)
     return WL_EINVAL;
@@ -204,12 +204,22 @@ int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
     a->client_id_len = (uint32_t)client_id_len;
     if (client_id_len > 0)
       memcpy(a->client_id, client_id, client_id_len);
+    /* Other processes wake a shared manager's agent through its FIFO. */
+    if (m->shared && (fd = wl__wake_open(m, off)) < 0) {
+      wl__close_agent(m, off);
+      off = 0;
+    }
   }
-  if ((rc = wl__done(m, off == 0 ? WL_ENOMEM : 0)) != 0)
+  rc = wl__done(m, off != 0 ? 0 : fd < 0 && m->shared ? fd : WL_ENOMEM);
+  if (rc != 0) {
+    if (off != 0)
+      wl__wake_close(m, off, fd);
     return rc;
+  }
   agent->m = m;
   agent->notify = notify;
   agent->off = off;
+  agent->wake_fd = m->shared ? fd : -1;
   return 0;
 }
 
@@ -271,10 +281,12 @@ void wl__close_agent(wl_manager_t *m, wl_off_t a) {
 void wl_agent_close(wl_agent_t *agent) {
   wl_manager_t *m = agent->m;
 
-  if (wl__lock(m) != 0)
-    return; /* a manager beyond repair: nothing left to end */
-  wl__close_agent(m, agent->off);
-  wl__unlock(m);
+  if (wl__lock(m) == 0) {
+    wl__close_agent(m, agent->off);
+    wl__unlock(m);
+  }
+  if (m->shared)
+    wl__wake_close(m, agent->off, agent->wake_fd);
 }
 
 wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {

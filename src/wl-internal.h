@@ -39,6 +39,9 @@ typedef struct {
 
 #define WL__LIVE_BASE ((uint64_t)1 << 48)
 
+/* The longest path of a shared manager's file. */
+#define WL__PATH_MAX 1024
+
 /* A resource name: created on first request; once it has no queued request
  * and no held lock, idle, and dropped when WL__IDLE_NAMES newer ones are or
  * when the region needs the room. */
@@ -144,6 +147,8 @@ struct wl_manager_s {
   wl_off_t self;
   void (*wake)(wl_manager_t *m, wl_off_t agent);
   int probe_fd; /* a second open file, to test other owners' locks */
+  unsigned mode; /* its permission bits, for the agents' FIFOs */
+  char path[WL__PATH_MAX];
   /* A shared manager's mapping of its file (wl-segment.c). */
   void *map;
   uint64_t map_size;
@@ -278,6 +283,12 @@ static inline int wl__lock(wl_manager_t *m) {
 
 static inline void wl__unlock(wl_manager_t *m) { pthread_mutex_unlock(m->mutex); }
 int wl__recover(wl_manager_t *m);
+/* An agent's FIFO (wl-wake.c): made and opened for reading (the fd, or an
+ * error code), closed and removed, and written to wake its thread. */
+int wl__wake_open(wl_manager_t *m, wl_off_t agent);
+void wl__wake_close(wl_manager_t *m, wl_off_t agent, int fd);
+void wl__wake(wl_manager_t *m, wl_off_t agent);
+
 /* This process's owner record, under the mutex (wl-live.c). */
 int wl__owner_open(wl_manager_t *m);
 void wl__owner_close(wl_manager_t *m);

@@ -50,9 +50,11 @@ void wl__owner_close(wl_manager_t *m) {
   uint64_t steps = WL__STEPS(m);
   struct flock fl;
 
-  while (wl__more(m, agents, &steps))
-    wl__close_agent(m, wl__record_of(WL__LINK(m, agents)->next, wl__agent_t,
-                                     olink));
+  while (wl__more(m, agents, &steps)) {
+    wl_off_t a = wl__record_of(WL__LINK(m, agents)->next, wl__agent_t, olink);
+    wl__close_agent(m, a);
+    wl__wake_close(m, a, -1);
+  }
   wl__list_remove(m, AT(o, wl__owner_t, link));
   wl__free(m, o);
   fl.l_type = F_UNLCK;
@@ -83,9 +85,11 @@ void wl__sweep(wl_manager_t *m) {
     at = WL__LINK(m, at)->next;
     if (o == m->self || wl__alive(m, o))
       continue;
-    while (wl__more(m, agents, &steps))
-      wl__close_agent(m, wl__record_of(WL__LINK(m, agents)->next,
-                                       wl__agent_t, olink));
+    while (wl__more(m, agents, &steps)) {
+      wl_off_t a = wl__record_of(WL__LINK(m, agents)->next, wl__agent_t, olink);
+      wl__close_agent(m, a);
+      wl__wake_close(m, a, -1);
+    }
     wl__list_remove(m, AT(o, wl__owner_t, link));
     wl__free(m, o);
   }

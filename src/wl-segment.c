@@ -306,9 +306,14 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
                     "a manager file needs a size of at least %d bytes, in "
                     "whole pages, and permission bits within 0666",
                     2 * WL__PAGE);
+  if (strlen(path) >= WL__PATH_MAX)
+    return wl__fail(err, errlen, WL_EINVAL, "the path %s is too long", path);
   m = calloc(1, sizeof(*m));
   if (m == NULL)
     return wl__fail(err, errlen, WL_ENOMEM, "out of memory");
+  strcpy(m->path, path);
+  m->mode = mode;
+  m->wake = wl__wake;
   /* Created by us, or by another process between our two attempts. */
   for (tries = 0; tries < 8; tries++) {
     rc = wl__create(m, path, size, mode, err, errlen);

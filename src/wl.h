@@ -75,6 +75,7 @@ struct wl_agent_s {
   wl_manager_t *m;
   wl_notify_cb notify;
   wl_off_t off; /* its record */
+  int wake_fd;  /* its FIFO's read end, for a shared manager; else -1 */
 };
 
 struct wl_request_s {
@@ -126,6 +127,14 @@ int wl_sweep(wl_manager_t *m);
  * WL_CLIENT_ID_MAX bytes. Returns 0, WL_EINVAL or WL_ENOMEM. */
 int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
                   size_t client_id_len, wl_notify_cb notify);
+
+/* For an agent of a shared manager: the descriptor its thread polls for
+ * readability (other processes write to it when its mailbox gets mail), or
+ * -1 for the process-wide manager, whose agents are woken by their notify
+ * callback. When it is readable, call wl_agent_woken() before draining the
+ * mailbox with wl_agent_next(). */
+int wl_agent_wake_fd(const wl_agent_t *agent);
+void wl_agent_woken(const wl_agent_t *agent);
 
 /* Terminates the agent's remaining locks and requests (spec 2.6): aborts its
  * queued requests in request order, then releases its held locks in grant

@@ -108,6 +108,8 @@ static void expect_corrupt_after(const char *what, damage_fn damage) {
   /* Once damaged, a handle refuses everything. */
   ASSERT_EQ(WL_ECORRUPT, wl_request(&b, &v, NAME("z"), WL_SHARED, 0));
   printf("  %s: reported\n", what);
+  wl_agent_close(&a);
+  wl_agent_close(&b);
   wl_segment_close(m1);
   wl_segment_close(m2);
   unlink(path);

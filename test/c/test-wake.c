@@ -1,0 +1,99 @@
+/* Wake-ups across processes: an agent of a shared manager sleeps in poll()
+ * on its wake descriptor, and a release in another process wakes it with
+ * its grant in the mailbox. */
+#define _GNU_SOURCE
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define SIZE (1 << 20)
+
+static char path[128];
+static char err[512];
+
+static void ignore_notify(wl_agent_t *agent) { (void)agent; }
+
+static wl_manager_t *open_ok(void) {
+  wl_manager_t *m = NULL;
+  int rc = wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err));
+  if (rc != 0)
+    fprintf(stderr, "wl_segment_open: %d: %s\n", rc, err);
+  ASSERT_EQ(0, rc);
+  return m;
+}
+
+/* The waiting side: queued behind the parent, asleep until woken. */
+static void waiter(int queued) {
+  wl_manager_t *m = open_ok();
+  wl_agent_t a;
+  wl_request_t r;
+  unsigned events;
+  struct pollfd p;
+
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), ignore_notify));
+  ASSERT(wl_agent_wake_fd(&a) >= 0);
+  ASSERT_EQ(0, wl_request(&a, &r, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT(wl_agent_next(&a, &events) == NULL);
+  ASSERT_EQ(1, write(queued, "q", 1));
+  p.fd = wl_agent_wake_fd(&a);
+  p.events = POLLIN;
+  ASSERT_EQ(1, poll(&p, 1, 10000));
+  wl_agent_woken(&a);
+  ASSERT(wl_agent_next(&a, &events) == &r);
+  ASSERT_EQ(WL_EV_GRANTED, events);
+  /* Drained: the descriptor is quiet again. */
+  ASSERT_EQ(0, poll(&p, 1, 0));
+  ASSERT_EQ(1, wl_release(&r));
+  wl_agent_close(&a);
+  wl_segment_close(m);
+  _exit(0);
+}
+
+static void test_release_wakes_another_process(void) {
+  wl_manager_t *m;
+  wl_agent_t h;
+  wl_request_t x;
+  int queued[2], status;
+  char byte;
+  pid_t pid;
+
+  snprintf(path, sizeof(path), "/dev/shm/wl-wake-%d", (int)getpid());
+  unlink(path);
+  m = open_ok();
+  ASSERT_EQ(0, wl_agent_init(m, &h, ID("holder"), ignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&h, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, pipe(queued));
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0)
+    waiter(queued[1]);
+  ASSERT_EQ(1, read(queued[0], &byte, 1));
+  ASSERT_EQ(1, wl_release(&x));
+  ASSERT_EQ(pid, waitpid(pid, &status, 0));
+  ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  wl_agent_close(&h);
+  wl_segment_close(m);
+  close(queued[0]);
+  close(queued[1]);
+  unlink(path);
+}
+
+/* The process-wide manager's agents have no wake descriptor. */
+static void test_local_agents_have_none(void) {
+  tagent_t a;
+
+  tagent_init(&a, ID("local"));
+  ASSERT_EQ(-1, wl_agent_wake_fd(&a.agent));
+  tagent_close(&a);
+}
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  RUN(test_release_wakes_another_process);
+  RUN(test_local_agents_have_none);
+  return 0;
+}
