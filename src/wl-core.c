@@ -64,8 +64,8 @@ static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
   if (agent->owner == m->self) {
     wl_agent_t *handle = (wl_agent_t *)(uintptr_t)agent->handle;
     handle->notify(handle);
-  } else if (m->wake != NULL) {
-    m->wake(m, req->agent);
+  } else {
+    wl__wake(m, req->agent);
   }
 }
 

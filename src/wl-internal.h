@@ -142,10 +142,9 @@ struct wl_manager_s {
   _Bool shared;
   uint64_t scratch[64];   /* what a bad offset reads and writes instead */
   /* This process's owner record (0 in the process-wide manager): it tells
-   * its agents from other processes', which it can notify only through
-   * `wake` (none yet: their threads look themselves). */
+   * its agents, notified directly, from other processes', woken through
+   * their FIFOs (wl-wake.c). */
   wl_off_t self;
-  void (*wake)(wl_manager_t *m, wl_off_t agent);
   int probe_fd; /* a second open file, to test other owners' locks */
   unsigned mode; /* its permission bits, for the agents' FIFOs */
   char path[WL__PATH_MAX];

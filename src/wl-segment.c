@@ -313,7 +313,6 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
     return wl__fail(err, errlen, WL_ENOMEM, "out of memory");
   strcpy(m->path, path);
   m->mode = mode;
-  m->wake = wl__wake;
   /* Created by us, or by another process between our two attempts. */
   for (tries = 0; tries < 8; tries++) {
     rc = wl__create(m, path, size, mode, err, errlen);
