@@ -17,13 +17,28 @@
 #define B(m) ((m)->base)
 #define AT(off, type, member) ((off) + offsetof(type, member))
 
-static int wl__live_lock(int fd, int cmd, wl_off_t owner, struct flock *fl) {
+static int wl__live_lock(int fd, int cmd, short type, wl_off_t owner,
+                         struct flock *fl) {
   memset(fl, 0, sizeof(*fl));
-  fl->l_type = F_WRLCK;
+  fl->l_type = type;
   fl->l_whence = SEEK_SET;
   fl->l_start = (off_t)(WL__LIVE_BASE + owner);
   fl->l_len = 1;
   return fcntl(fd, cmd, fl);
+}
+
+/* Ends an owner's agents (spec 2.6), removes their FIFOs, frees it. */
+static void wl__end_owner(wl_manager_t *m, wl_off_t o) {
+  wl_off_t agents = AT(o, wl__owner_t, agents);
+  uint64_t steps = WL__STEPS(m);
+
+  while (wl__more(m, agents, &steps)) {
+    wl_off_t a = wl__record_of(WL__LINK(m, agents)->next, wl__agent_t, olink);
+    wl__close_agent(m, a);
+    wl__wake_close(m, a, -1);
+  }
+  wl__list_remove(m, AT(o, wl__owner_t, link));
+  wl__free(m, o);
 }
 
 int wl__owner_open(wl_manager_t *m) {
@@ -35,7 +50,7 @@ int wl__owner_open(wl_manager_t *m) {
     return WL_ENOMEM;
   wl__list_init(m, AT(o, wl__owner_t, agents));
   /* The byte of a record that was free is free: its last owner is gone. */
-  if (wl__live_lock(m->fd, F_OFD_SETLK, o, &fl) != 0) {
+  if (wl__live_lock(m->fd, F_OFD_SETLK, F_WRLCK, o, &fl) != 0) {
     int rc = -errno;
     wl__free(m, o);
     return rc;
@@ -46,19 +61,10 @@ int wl__owner_open(wl_manager_t *m) {
 }
 
 void wl__owner_close(wl_manager_t *m) {
-  wl_off_t o = m->self, agents = AT(o, wl__owner_t, agents);
-  uint64_t steps = WL__STEPS(m);
   struct flock fl;
 
-  while (wl__more(m, agents, &steps)) {
-    wl_off_t a = wl__record_of(WL__LINK(m, agents)->next, wl__agent_t, olink);
-    wl__close_agent(m, a);
-    wl__wake_close(m, a, -1);
-  }
-  wl__list_remove(m, AT(o, wl__owner_t, link));
-  wl__free(m, o);
-  fl.l_type = F_UNLCK;
-  wl__live_lock(m->fd, F_OFD_SETLK, o, &fl);
+  wl__end_owner(m, m->self);
+  wl__live_lock(m->fd, F_OFD_SETLK, F_UNLCK, m->self, &fl);
   m->self = 0;
 }
 
@@ -66,7 +72,7 @@ void wl__owner_close(wl_manager_t *m) {
 static int wl__alive(wl_manager_t *m, wl_off_t o) {
   struct flock fl;
 
-  if (wl__live_lock(m->probe_fd, F_OFD_GETLK, o, &fl) != 0)
+  if (wl__live_lock(m->probe_fd, F_OFD_GETLK, F_WRLCK, o, &fl) != 0)
     return 1;
   return fl.l_type != F_UNLCK;
 }
@@ -81,17 +87,9 @@ void wl__sweep(wl_manager_t *m) {
   at = WL__LINK(m, head)->next;
   while (at != head && wl__step(m, &steps)) {
     wl_off_t o = wl__record_of(at, wl__owner_t, link);
-    wl_off_t agents = AT(o, wl__owner_t, agents);
     at = WL__LINK(m, at)->next;
-    if (o == m->self || wl__alive(m, o))
-      continue;
-    while (wl__more(m, agents, &steps)) {
-      wl_off_t a = wl__record_of(WL__LINK(m, agents)->next, wl__agent_t, olink);
-      wl__close_agent(m, a);
-      wl__wake_close(m, a, -1);
-    }
-    wl__list_remove(m, AT(o, wl__owner_t, link));
-    wl__free(m, o);
+    if (o != m->self && !wl__alive(m, o))
+      wl__end_owner(m, o);
   }
 }
 

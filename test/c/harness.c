@@ -1,11 +1,43 @@
 /* The harness behind test.h. */
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "test.h"
 
 #define MAIL_MAX 64
 
 void (*wl__fault_hook)(const char *point);
+
+static const char *armed;
+
+void tkill_at(const char *point) { armed = point; }
+
+static void kill_here(const char *point) {
+  if (armed != NULL && strcmp(point, armed) == 0)
+    raise(SIGKILL);
+}
+
+__attribute__((constructor)) static void install_fault_hook(void) {
+  wl__fault_hook = kill_here;
+}
+
+void tshm_path(char *buf, size_t len, const char *what) {
+  snprintf(buf, len, "/dev/shm/wl-%s-%d", what, (int)getpid());
+  unlink(buf);
+}
+
+wl_manager_t *tsegment_open(const char *path, uint64_t size) {
+  char err[512];
+  wl_manager_t *m = NULL;
+  int rc = wl_segment_open(path, size, 0600, &m, err, sizeof(err));
+  if (rc != 0)
+    fprintf(stderr, "wl_segment_open: %d: %s\n", rc, err);
+  ASSERT_EQ(0, rc);
+  return m;
+}
+
+void tignore_notify(wl_agent_t *agent) { (void)agent; }
 
 _Noreturn void test_fail(const char *file, int line, const char *expr) {
   fflush(stdout);

@@ -11,18 +11,6 @@
 #define SIZE (1 << 20)
 
 static char path[128];
-static char err[512];
-
-static void ignore_notify(wl_agent_t *agent) { (void)agent; }
-
-static wl_manager_t *open_ok(void) {
-  wl_manager_t *m = NULL;
-  int rc = wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err));
-  if (rc != 0)
-    fprintf(stderr, "wl_segment_open: %d: %s\n", rc, err);
-  ASSERT_EQ(0, rc);
-  return m;
-}
 
 /* The first record of a kind, found by walking the blocks. */
 static wl_off_t find(wl_manager_t *m, uint32_t kind) {
@@ -84,14 +72,13 @@ static void expect_corrupt_after(const char *what, damage_fn damage) {
   wl_snapshot_t snap;
   int rc[4];
 
-  snprintf(path, sizeof(path), "/dev/shm/wl-damage-%d", (int)getpid());
-  unlink(path);
-  m1 = open_ok();
-  ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), ignore_notify));
+  tshm_path(path, sizeof(path), "damage");
+  m1 = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &h, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(0, wl_request(&a, &w, NAME("x"), WL_EXCLUSIVE, 0));
-  m2 = open_ok();
-  ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), ignore_notify));
+  m2 = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), tignore_notify));
   damage(m1);
   rc[0] = wl_snapshot(m2, &snap);
   if (rc[0] == 0)

@@ -10,9 +10,6 @@
 #define MAX 256
 
 static char path[128];
-static char err[512];
-
-static void ignore_notify(wl_agent_t *agent) { (void)agent; }
 
 static void test_full_then_room_again(void) {
   wl_manager_t *m;
@@ -22,10 +19,9 @@ static void test_full_then_room_again(void) {
   uint16_t name[2];
   int n, i;
 
-  snprintf(path, sizeof(path), "/dev/shm/wl-full-%d", (int)getpid());
-  unlink(path);
-  ASSERT_EQ(0, wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err)));
-  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), ignore_notify));
+  tshm_path(path, sizeof(path), "full");
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
   /* Distinct names until the region is full. */
   for (n = 0; n < MAX; n++) {
     name[0] = 'a' + (uint16_t)(n % 26);

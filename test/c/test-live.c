@@ -14,24 +14,6 @@
 #define SIZE (1 << 20)
 
 static char path[128];
-static char err[512];
-static const char *armed;
-
-static void ignore_notify(wl_agent_t *agent) { (void)agent; }
-
-static void kill_at(const char *point) {
-  if (armed != NULL && strcmp(point, armed) == 0)
-    raise(SIGKILL);
-}
-
-static wl_manager_t *open_ok(void) {
-  wl_manager_t *m = NULL;
-  int rc = wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err));
-  if (rc != 0)
-    fprintf(stderr, "wl_segment_open: %d: %s\n", rc, err);
-  ASSERT_EQ(0, rc);
-  return m;
-}
 
 /* Forks a child (in a new pid namespace if asked) that holds x and y, says
  * so on `ready`, then either waits to be killed or, told to go on `go`,
@@ -68,18 +50,17 @@ static pid_t holder(int ready[2], int go[2], const char *point, int new_pid_ns,
     ASSERT_EQ(1, getpid());
   }
   {
-    wl_manager_t *m = open_ok();
+    wl_manager_t *m = tsegment_open(path, SIZE);
     wl_agent_t c;
     wl_request_t x, y;
-    ASSERT_EQ(0, wl_agent_init(m, &c, "holder", 6, ignore_notify));
+    ASSERT_EQ(0, wl_agent_init(m, &c, "holder", 6, tignore_notify));
     ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&c, &x, NAME("x"), WL_EXCLUSIVE, 0));
     ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&c, &y, NAME("y"), WL_SHARED, 0));
     ASSERT_EQ(1, write(ready[1], "h", 1));
     if (point != NULL) {
       char byte;
       ASSERT_EQ(1, read(go[0], &byte, 1));
-      armed = point;
-      wl__fault_hook = kill_at;
+      tkill_at(point);
       wl_release(&x);
     }
     for (;;)
@@ -96,14 +77,13 @@ static void expect_granted_after_death(const char *point, int new_pid_ns) {
   char byte;
   pid_t pid, victim;
 
-  snprintf(path, sizeof(path), "/dev/shm/wl-live-%d", (int)getpid());
-  unlink(path);
+  tshm_path(path, sizeof(path), "live");
   ASSERT_EQ(0, pipe(ready));
   ASSERT_EQ(0, pipe(go));
   pid = holder(ready, go, point, new_pid_ns, &victim);
   ASSERT_EQ(1, read(ready[0], &byte, 1));
-  m = open_ok();
-  ASSERT_EQ(0, wl_agent_init(m, &a, "waiter", 6, ignore_notify));
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, "waiter", 6, tignore_notify));
   ASSERT_EQ(0, wl_request(&a, &x1, NAME("x"), WL_SHARED, 0));
   ASSERT_EQ(0, wl_request(&a, &y, NAME("y"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(0, wl_request(&a, &x2, NAME("x"), WL_SHARED, 0));

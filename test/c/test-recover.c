@@ -13,32 +13,14 @@
 #define SIZE (1 << 20)
 
 static char path[128];
-static char err[512];
-static const char *armed;
-
-static void ignore_notify(wl_agent_t *agent) { (void)agent; }
-
-static void kill_at(const char *point) {
-  if (armed != NULL && strcmp(point, armed) == 0)
-    raise(SIGKILL);
-}
-
-static wl_manager_t *open_ok(void) {
-  wl_manager_t *m = NULL;
-  int rc = wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err));
-  if (rc != 0)
-    fprintf(stderr, "wl_segment_open: %d: %s\n", rc, err);
-  ASSERT_EQ(0, rc);
-  return m;
-}
 
 /* The child's work: it passes every named point. */
 static void child_work(void) {
-  wl_manager_t *m = open_ok();
+  wl_manager_t *m = tsegment_open(path, SIZE);
   wl_agent_t c;
   wl_request_t q, z, s, u;
 
-  ASSERT_EQ(0, wl_agent_init(m, &c, "child", 5, ignore_notify));
+  ASSERT_EQ(0, wl_agent_init(m, &c, "child", 5, tignore_notify));
   ASSERT_EQ(0, wl_request(&c, &q, NAME("x"), WL_SHARED, 0));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&c, &z, NAME("z"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(1, wl_abort(&q));
@@ -59,17 +41,15 @@ static void crash_at(const char *point) {
   int status;
   pid_t pid;
 
-  snprintf(path, sizeof(path), "/dev/shm/wl-recover-%d", (int)getpid());
-  unlink(path);
-  m = open_ok();
-  ASSERT_EQ(0, wl_agent_init(m, &p, "parent", 6, ignore_notify));
+  tshm_path(path, sizeof(path), "recover");
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &p, "parent", 6, tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &x, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &y, NAME("y"), WL_SHARED, 0));
   pid = fork();
   ASSERT(pid >= 0);
   if (pid == 0) {
-    armed = point;
-    wl__fault_hook = kill_at;
+    tkill_at(point);
     child_work();
   }
   ASSERT_EQ(pid, waitpid(pid, &status, 0));

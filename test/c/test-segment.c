@@ -24,17 +24,6 @@ static void fresh_path(void) {
   unlink(path);
 }
 
-static void ignore_notify(wl_agent_t *agent) { (void)agent; }
-
-static wl_manager_t *open_ok(void) {
-  wl_manager_t *m = NULL;
-  int rc = wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err));
-  if (rc != 0)
-    fprintf(stderr, "wl_segment_open: %d: %s\n", rc, err);
-  ASSERT_EQ(0, rc);
-  return m;
-}
-
 /* Polls an agent of another mapping, which this test build does not wake. */
 static wl_request_t *next_within(wl_agent_t *agent, unsigned *events) {
   struct timespec ms = {0, 1000000};
@@ -83,13 +72,13 @@ static void test_create_then_attach(void) {
   unsigned events;
 
   fresh_path();
-  m1 = open_ok();
+  m1 = tsegment_open(path, SIZE);
   ASSERT_EQ(0, stat(path, &st));
   ASSERT_EQ(0600, st.st_mode & 0777);
   ASSERT_EQ(SIZE, st.st_size);
-  m2 = open_ok();
-  ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), ignore_notify));
-  ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), ignore_notify));
+  m2 = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE,
             wl_request(&a, &ra, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(0, wl_request(&b, &rb, NAME("x"), WL_EXCLUSIVE, 0));
@@ -122,7 +111,7 @@ static void test_across_a_fork(void) {
   pid_t pid;
 
   fresh_path();
-  m = open_ok();
+  m = tsegment_open(path, SIZE);
   wl_segment_close(m);
   ASSERT_EQ(0, pipe(to_child));
   ASSERT_EQ(0, pipe(to_parent));
@@ -131,8 +120,8 @@ static void test_across_a_fork(void) {
   if (pid == 0) {
     wl_agent_t c;
     wl_request_t h;
-    m = open_ok();
-    ASSERT_EQ(0, wl_agent_init(m, &c, ID("child"), ignore_notify));
+    m = tsegment_open(path, SIZE);
+    ASSERT_EQ(0, wl_agent_init(m, &c, ID("child"), tignore_notify));
     ASSERT_EQ(WL_GRANTED_AT_ONCE,
               wl_request(&c, &h, NAME("x"), WL_EXCLUSIVE, 0));
     ASSERT_EQ(1, write(to_parent[1], "h", 1));
@@ -143,8 +132,8 @@ static void test_across_a_fork(void) {
     _exit(0);
   }
   ASSERT_EQ(1, read(to_parent[0], &byte, 1));
-  m = open_ok();
-  ASSERT_EQ(0, wl_agent_init(m, &a, ID("parent"), ignore_notify));
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("parent"), tignore_notify));
   ASSERT_EQ(0, wl_request(&a, &r, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT(wl_agent_next(&a, &events) == NULL);
   ASSERT_EQ(1, write(to_child[1], "r", 1));
@@ -177,31 +166,31 @@ static void test_bad_files(void) {
   expect_open_fails(WL_ECORRUPT, "not a web-locks manager file");
 
   unlink(path);
-  m = open_ok();
+  m = tsegment_open(path, SIZE);
   wl_segment_close(m);
   patch(8, &layout, sizeof(layout));
   expect_open_fails(WL_ELAYOUT, "has web-locks layout 2; this version of "
                                 "web-locks uses layout 1");
 
   unlink(path);
-  m = open_ok();
+  m = tsegment_open(path, SIZE);
   wl_segment_close(m);
   ASSERT_EQ(0, truncate(path, SIZE * 2));
   expect_open_fails(WL_ECORRUPT, "it says it is 1048576 bytes");
 
   /* The region's header: its `used` mark (the second word) past its end. */
   unlink(path);
-  m = open_ok();
+  m = tsegment_open(path, SIZE);
   wl_segment_close(m);
   patch(4096 + 8, &huge, sizeof(huge));
   expect_open_fails(WL_ECORRUPT, "region header is inconsistent");
 
   /* A file whose creator died before it was ready is made again. */
   unlink(path);
-  m = open_ok();
+  m = tsegment_open(path, SIZE);
   wl_segment_close(m);
   patch(32, &zero, sizeof(zero));
-  m = open_ok();
+  m = tsegment_open(path, SIZE);
   wl_segment_close(m);
   unlink(path);
 }
@@ -221,7 +210,7 @@ static void test_owner_and_permissions(void) {
     ASSERT_EQ(0, chmod(path, 0600));
     expect_open_fails(WL_EACCES, "belongs to another user (uid 12345)");
     ASSERT_EQ(0, chmod(path, 0660));
-    m = open_ok();
+    m = tsegment_open(path, SIZE);
     wl_segment_close(m);
   }
   unlink(path);

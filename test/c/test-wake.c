@@ -13,28 +13,16 @@
 #define SIZE (1 << 20)
 
 static char path[128];
-static char err[512];
-
-static void ignore_notify(wl_agent_t *agent) { (void)agent; }
-
-static wl_manager_t *open_ok(void) {
-  wl_manager_t *m = NULL;
-  int rc = wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err));
-  if (rc != 0)
-    fprintf(stderr, "wl_segment_open: %d: %s\n", rc, err);
-  ASSERT_EQ(0, rc);
-  return m;
-}
 
 /* The waiting side: queued behind the parent, asleep until woken. */
 static void waiter(int queued) {
-  wl_manager_t *m = open_ok();
+  wl_manager_t *m = tsegment_open(path, SIZE);
   wl_agent_t a;
   wl_request_t r;
   unsigned events;
   struct pollfd p;
 
-  ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), ignore_notify));
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tignore_notify));
   ASSERT(wl_agent_wake_fd(&a) >= 0);
   ASSERT_EQ(0, wl_request(&a, &r, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT(wl_agent_next(&a, &events) == NULL);
@@ -61,10 +49,9 @@ static void test_release_wakes_another_process(void) {
   char byte;
   pid_t pid;
 
-  snprintf(path, sizeof(path), "/dev/shm/wl-wake-%d", (int)getpid());
-  unlink(path);
-  m = open_ok();
-  ASSERT_EQ(0, wl_agent_init(m, &h, ID("holder"), ignore_notify));
+  tshm_path(path, sizeof(path), "wake");
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &h, ID("holder"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&h, &x, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(0, pipe(queued));
   pid = fork();

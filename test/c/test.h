@@ -79,6 +79,15 @@ void run_test(const char *file, const char *name, void (*fn)(void));
 
 void tagent_init(tagent_t *t, const char *client_id, size_t client_id_len);
 
+/* Shared managers: a path in /dev/shm for this test and process (removed
+ * first), a manager opened there (owner only) or the test fails, a notify
+ * callback for agents polled by hand, and a fault hook that kills this
+ * process (SIGKILL) at the named point. */
+void tshm_path(char *buf, size_t len, const char *what);
+wl_manager_t *tsegment_open(const char *path, uint64_t size);
+void tignore_notify(wl_agent_t *agent);
+void tkill_at(const char *point);
+
 /* Checks every list and counter of m against its records (check.c): 0, or
  * WL_ECORRUPT after saying what is wrong. */
 int wl__check(wl_manager_t *m);
