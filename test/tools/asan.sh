@@ -25,7 +25,10 @@ flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fr
 echo "asan: building the addon in $dir"
 "$root/test/tools/build-copy.sh" --dir "$dir" --cflags "$flags" --ldflags "-fsanitize=address,undefined" >/dev/null
 # Make sure the build is instrumented.
-nm -D "$dir/build/Release/web_locks.node" | grep -q __asan_ || { echo "asan: the addon is not instrumented" >&2; exit 1; }
+# (nm's whole output first: grep -q would stop reading, and under pipefail
+# nm's SIGPIPE would fail the check.)
+syms=$(nm -D "$dir/build/Release/web_locks.node")
+grep -q __asan_ <<<"$syms" || { echo "asan: the addon is not instrumented" >&2; exit 1; }
 
 export WEB_LOCKS_PKG=$dir
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
