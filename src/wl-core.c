@@ -54,7 +54,7 @@ static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
     return;
   if (!wl__linked(m, AT(r, wl__req_t, mlink)))
     req->mkey = wl__stamp(m);
-  WL__PUBLISH(req->events, req->events | ev);
+  WL__PUBLISH(req->events, (uint16_t)(req->events | ev));
   if (wl__linked(m, AT(r, wl__req_t, mlink)))
     return;
   was_empty = wl__list_empty(m, mail);
@@ -351,8 +351,7 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   rec = REQ(m, r);
   rec->agent = agent->off;
   rec->handle = (uint64_t)(uintptr_t)req;
-  rec->mode = (uint32_t)mode;
-  rec->rkey = wl__stamp(m);
+  rec->mode = (uint16_t)mode;
   req->off = r;
   req->gen = wl__block(m, r)->gen;
   n = wl__names_find(m, hash, name, name_len);

@@ -14,10 +14,9 @@
 
 /* Every block starts with this header; a record follows it. */
 typedef struct {
-  uint32_t cls;  /* size class */
-  uint32_t kind; /* WL__FREE or the record's kind */
+  uint16_t cls;  /* size class */
+  uint16_t kind; /* WL__FREE or the record's kind */
   uint32_t gen;  /* bumped on every free: stale handles see the change */
-  uint32_t pad;
 } wl__block_t;
 
 enum {
@@ -52,10 +51,10 @@ typedef struct {
   wl__link_t ilink; /* in the region's idle names while it has no entry */
   wl__link_t queue; /* queued requests, FIFO */
   wl__link_t held;  /* held locks */
-  uint64_t nheld;
-  uint64_t nexclusive;
   uint64_t hash;
-  uint64_t len;
+  uint32_t nheld;
+  uint32_t nexclusive;
+  uint32_t len;
   uint16_t units[];
 } wl__name_t;
 
@@ -85,14 +84,15 @@ typedef struct {
   wl_off_t agent;
   wl_off_t name;
   uint64_t handle; /* its wl_request_t, in the process that owns it */
-  int64_t qkey;    /* place in its name's queue: stamp, or -stamp if a steal */
-  uint64_t rkey;   /* place in its agent's requests (request order) */
-  uint64_t hkey;   /* place in the held set (grant order) */
-  uint64_t mkey;   /* place in its agent's mail */
+  /* Its stamp when made, negated for a steal: its place in its name's queue
+   * (a steal goes first), and as |qkey| in its agent's (request order). */
+  int64_t qkey;
+  uint64_t hkey; /* place in the held set (grant order) */
+  uint64_t mkey; /* place in its agent's mail */
   /* Not char-sized: a store through a char type may alias anything. */
-  uint32_t mode;
-  uint32_t state;
-  uint32_t events;
+  uint16_t mode;
+  uint16_t state;
+  uint16_t events;
 } wl__req_t;
 
 /* Publishes a record's state after the fields it makes meaningful, so that a

@@ -143,7 +143,7 @@ wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
   wl__name_t *name;
   wl_off_t n;
 
-  if (len > (UINT64_MAX - sizeof(*name)) / sizeof(uint16_t))
+  if (len > UINT32_MAX)
     return 0;
   n = wl__alloc(m, WL__NAME, sizeof(*name) + len * sizeof(uint16_t));
   if (n == 0)
@@ -152,7 +152,7 @@ wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
   wl__list_init(m, n + offsetof(wl__name_t, queue));
   wl__list_init(m, n + offsetof(wl__name_t, held));
   name->hash = hash;
-  name->len = len;
+  name->len = (uint32_t)len;
   if (len > 0) {
     uint16_t *to = wl__span(m, n + offsetof(wl__name_t, units),
                             len * sizeof(uint16_t));

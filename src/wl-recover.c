@@ -89,15 +89,20 @@ static int wl__by_key(const void *pa, const void *pb) {
   return a < b ? -1 : a > b;
 }
 
-/* Sorts the requests by one of their keys (a field's offset in wl__req_t). */
+/* Sorts the requests by one of their keys (a field's offset in wl__req_t),
+ * or by request order (|qkey|). */
+#define WL__REQUEST_ORDER ((size_t)-1)
+
 static void wl__sort(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
                      size_t n, size_t key) {
   size_t i;
 
   for (i = 0; i < n; i++) {
+    int64_t q = REQ(m, reqs[i])->qkey;
     tmp[i].off = reqs[i];
-    tmp[i].key = key == offsetof(wl__req_t, qkey)
-                     ? REQ(m, reqs[i])->qkey
+    tmp[i].key = key == WL__REQUEST_ORDER ? (q < 0 ? -q : q)
+                 : key == offsetof(wl__req_t, qkey)
+                     ? q
                      : (int64_t) * (uint64_t *)((char *)REQ(m, reqs[i]) + key);
   }
   qsort(tmp, n, sizeof(*tmp), wl__by_key);
@@ -195,7 +200,7 @@ static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
     if (req->mode == WL_EXCLUSIVE)
       name->nexclusive++;
   }
-  wl__sort(m, tmp, reqs, n, offsetof(wl__req_t, rkey));
+  wl__sort(m, tmp, reqs, n, WL__REQUEST_ORDER);
   for (i = 0; i < n; i++) {
     wl__req_t *req = REQ(m, reqs[i]);
     if (req->state == WL__QUEUED)

@@ -81,7 +81,7 @@ wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind, uint64_t bytes) {
       return 0;
     rec = h->used + sizeof(wl__block_t);
     b = WL__BLOCK(m, rec);
-    b->cls = (uint32_t)c;
+    b->cls = (uint16_t)c;
     b->kind = WL__FREE;
     b->gen = 0;
     WL__PUBLISH(h->used, h->used + block);

@@ -45,7 +45,7 @@ static void long_client_id(wl_manager_t *m) {
 static void bad_bucket_count(wl_manager_t *m) { WL__HDR(m)->nbuckets = 3; }
 
 static void long_name(wl_manager_t *m) {
-  ((wl__name_t *)(m->base + find(m, WL__NAME)))->len = (uint64_t)1 << 50;
+  ((wl__name_t *)(m->base + find(m, WL__NAME)))->len = UINT32_MAX;
 }
 
 /* The name's queue loops on its first request forever. */
