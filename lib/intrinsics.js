@@ -32,7 +32,6 @@ const nodeSignalPrototype = getPrototypeOf(transferableAbortController().signal)
 
 module.exports = {
   ReflectApply,
-  uncurryThis,
   getter,
   SafePromise: Promise,
   nativeThen: Promise.prototype.then,

@@ -12,7 +12,6 @@
 
 #include "wl-internal.h"
 
-#define B(m) ((m)->base)
 #define NAME(m, off) WL__REC(m, off, wl__name_t)
 #define REQ(m, off) WL__REC(m, off, wl__req_t)
 #define AGENT(m, off) WL__REC(m, off, wl__agent_t)
@@ -52,11 +51,12 @@ static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
 
   if (agent->closing || m->damaged)
     return;
-  if (!wl__linked(m, AT(r, wl__req_t, mlink)))
-    req->mkey = wl__stamp(m);
-  WL__PUBLISH(req->events, (uint16_t)(req->events | ev));
-  if (wl__linked(m, AT(r, wl__req_t, mlink)))
+  if (wl__linked(m, AT(r, wl__req_t, mlink))) {
+    WL__PUBLISH(req->events, (uint16_t)(req->events | ev));
     return;
+  }
+  req->mkey = wl__stamp(m);
+  WL__PUBLISH(req->events, (uint16_t)(req->events | ev));
   was_empty = wl__list_empty(m, mail);
   wl__list_append(m, mail, AT(r, wl__req_t, mlink));
   if (!was_empty)

@@ -14,7 +14,6 @@
 
 #include "wl-internal.h"
 
-#define B(m) ((m)->base)
 #define AT(off, type, member) ((off) + offsetof(type, member))
 
 static int wl__live_lock(int fd, int cmd, short type, wl_off_t owner,

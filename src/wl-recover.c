@@ -11,7 +11,6 @@
 
 #include "wl-internal.h"
 
-#define B(m) ((m)->base)
 #define NAME(m, off) WL__REC(m, off, wl__name_t)
 #define REQ(m, off) WL__REC(m, off, wl__req_t)
 #define AGENT(m, off) WL__REC(m, off, wl__agent_t)

@@ -57,7 +57,7 @@ static int wl__fail(char *err, size_t errlen, int rc, const char *fmt, ...) {
   return rc;
 }
 
-static int wl__init_file(int fd, wl__seg_t *seg, uint64_t size) {
+static int wl__init_file(wl__seg_t *seg, uint64_t size) {
   pthread_mutexattr_t attr;
   struct timespec ts;
   wl_manager_t tmp;
@@ -86,7 +86,6 @@ static int wl__init_file(int fd, wl__seg_t *seg, uint64_t size) {
     return rc;
   /* Everything above reaches the file before any process sees it ready. */
   __atomic_store_n(&seg->ready, WL__READY, __ATOMIC_RELEASE);
-  (void)fd;
   return 0;
 }
 
@@ -194,7 +193,7 @@ static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
                   strerror(errno));
   } else if ((rc = wl__map(m, fd, size)) != 0) {
     wl__fail(err, errlen, rc, "cannot map %s: %s", path, strerror(-rc));
-  } else if ((rc = wl__init_file(fd, m->map, size)) != 0) {
+  } else if ((rc = wl__init_file(m->map, size)) != 0) {
     wl__fail(err, errlen, rc, "cannot initialise %s", path);
     munmap(m->map, size);
   }
@@ -246,7 +245,7 @@ static int wl__attach(wl_manager_t *m, const char *path, char *err,
       rc = wl__fail(err, errlen, -errno, "cannot open %s: %s", path,
                     strerror(errno));
     } else if (wl__unfinished(seg) && st.st_size >= 2 * WL__PAGE &&
-               (rc = wl__init_file(fd, seg, (uint64_t)st.st_size)) != 0) {
+               (rc = wl__init_file(seg, (uint64_t)st.st_size)) != 0) {
       wl__fail(err, errlen, rc, "cannot initialise %s", path);
     }
     if (rc != 0)

@@ -20,8 +20,9 @@ static char err[512];
 
 static void fresh_path(void) {
   static int n;
-  snprintf(path, sizeof(path), "/dev/shm/wl-test-%d-%d", (int)getpid(), ++n);
-  unlink(path);
+  char what[32];
+  snprintf(what, sizeof(what), "test-%d", ++n);
+  tshm_path(path, sizeof(path), what);
 }
 
 /* Waits for an agent's wake descriptor (another mapping, or another
