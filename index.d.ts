@@ -34,7 +34,10 @@ export declare class Lock {
   readonly name: string
 }
 
-/** The process-wide lock manager, as seen from one thread. Not constructible. */
+/**
+ * A lock manager as seen from one thread: the process-wide one (`locks`) or
+ * one that openLockManager() opened. Not constructible.
+ */
 export declare class LockManager {
   private constructor ()
   query (): Promise<LockManagerSnapshot>
@@ -42,8 +45,41 @@ export declare class LockManager {
   request<T> (name: string, options: LockOptions, callback: LockGrantedCallback<T>): Promise<Awaited<T>>
 }
 
+/** A LockManager that openLockManager() opened (the same class). */
+export interface SharedLockManager extends LockManager {
+  /**
+   * Not in the spec. This thread leaves the manager: its pending requests
+   * leave their queues, its locks are released, and the promises of its
+   * unsettled requests reject with an AbortError. Afterwards request() and
+   * query() reject with an InvalidStateError. Closing twice is harmless.
+   * (The process-wide `locks` cannot be closed: NotSupportedError.)
+   */
+  close (): Promise<void>
+}
+
 /** This thread's LockManager. */
 export declare const locks: LockManager
+
+export interface OpenLockManagerOptions {
+  /** The directory of the scope's file (default `/dev/shm`). */
+  dir?: string
+  /**
+   * The file's size in bytes when this call creates it: whole 4096-byte
+   * pages, at least 8192 (default 16 MiB). An existing file keeps its size.
+   */
+  size?: number
+  /** The file's permission bits when this call creates it (default 0o600). */
+  mode?: number
+}
+
+/**
+ * This thread's agent of the lock manager shared by every process on this
+ * host that opens `scope` (letters, digits, `.`, `_`, `-`; at most 100
+ * characters). Opening a scope again in the same thread gives the same
+ * manager until it is closed. Linux only: elsewhere it rejects with a
+ * NotSupportedError.
+ */
+export declare function openLockManager (scope: string, options?: OpenLockManagerOptions): Promise<SharedLockManager>
 
 /**
  * Contention figures for one lock name, counted on this thread for the

@@ -1,9 +1,11 @@
 'use strict'
 
-// The navigator.locks-shaped API over the native lock manager: WebIDL
-// argument handling, the spec's validation steps, promises and AbortSignal.
-// The native side decides who holds what; this file only runs callbacks and
-// settles promises on this thread.
+// The navigator.locks-shaped API over every lock manager: WebIDL argument
+// handling, the spec's validation steps, promises and AbortSignal. A manager
+// is a backend behind one interface (manager-process.js says what it is):
+// the process-wide one (`locks`) and the machine-wide ones
+// (openLockManager, manager-host.js). The backend decides who holds what;
+// this file only runs callbacks and settles promises on this thread.
 
 const path = require('path')
 const { randomUUID } = require('crypto')
@@ -13,12 +15,11 @@ const {
   ReflectApply, getter, SafePromise, nativeThen, PromisePrototypeThen, PromiseResolve, PromiseReject,
   SafeSet, SetPrototypeAdd, SetPrototypeDelete, SetPrototypeForEach, SetPrototypeGetSize,
   SafeWeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet, WeakMapPrototypeDelete,
+  SafeMap, MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
   SymbolDispose, DOMException, SafeTypeError, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
-
-const {
-  request: nativeRequest, release: nativeRelease, abort: nativeAbort, query: nativeQuery
-} = binding
+const { processBackend } = require('./manager-process.js')
+const { hostTarget, openHost } = require('./manager-host.js')
 
 const EXCLUSIVE = 0
 const SHARED = 1
@@ -77,10 +78,15 @@ function stolenError () {
   return new DOMException("Lock broken by another request with the 'steal' option.", 'AbortError')
 }
 
+function closedError () {
+  return new DOMException('The lock manager was closed.', 'AbortError')
+}
+
 // Fields are declared, not assigned, so that a setter someone defines on
 // Object.prototype cannot intercept them; later stores hit own properties.
 class LockRequest {
   id = -1
+  backend
   name
   options
   mode
@@ -92,7 +98,8 @@ class LockRequest {
   diagnostics = undefined
   grant = undefined
 
-  constructor (name, options, callback) {
+  constructor (backend, name, options, callback) {
+    this.backend = backend
     this.name = name
     this.options = options
     this.mode = options.mode
@@ -115,6 +122,7 @@ class LockRequest {
   }
 
   run () {
+    if (this.backend.closed) return // dropped (settled) by close()
     const { signal, signalOps } = this.options
     if (this.held && signal !== undefined) {
       unwatch(signal, this)
@@ -191,7 +199,7 @@ class LockRequest {
   release () {
     this.held = false
     requests[this.id] = undefined
-    return nativeRelease(this.id)
+    return this.backend.release(this.id)
   }
 
   finish (ok, value) {
@@ -218,9 +226,19 @@ class LockRequest {
   // and the promise rejected with the signal's reason either way.
   abort () {
     if (this.settled) return
-    if (nativeAbort(this.id)) requests[this.id] = undefined
+    if (this.backend.abort(this.id)) requests[this.id] = undefined
     const { signal, signalOps } = this.options
     this.settle(false, signalOps.reason(signal), ABORTED)
+  }
+
+  // Its manager was closed: the backend has dropped it (spec 2.6), so its
+  // promise rejects, as after a steal, and its callback never runs.
+  drop () {
+    requests[this.id] = undefined
+    this.held = false
+    const { signal } = this.options
+    if (signal !== undefined) unwatch(signal, this)
+    this.settle(false, closedError(), FAILED)
   }
 }
 
@@ -314,7 +332,7 @@ function notSupported (message) {
 // Request a lock (spec 4.1). The native request is the commit point: what
 // can fail (including a RangeError near the stack limit) comes before it and
 // leaves nothing in the manager; after it, only plain stores, which cannot.
-function requestLock (name, options, callback) {
+function requestLock (backend, name, options, callback) {
   const { ifAvailable, mode, signal, signalOps, steal } = options
   if (name.length > 0 && name[0] === '-') throw notSupported("Names starting with '-' are reserved.")
   if (steal && ifAvailable) throw notSupported("The 'steal' and 'ifAvailable' options cannot be used together.")
@@ -324,7 +342,7 @@ function requestLock (name, options, callback) {
   }
   if (signal !== undefined && signalOps.aborted(signal)) return PromiseReject(signalOps.reason(signal))
 
-  const request = new LockRequest(name, options, callback)
+  const request = new LockRequest(backend, name, options, callback)
   // Chained now, so that the callback runs in the async context of the
   // request() call whichever thread's release granted the lock. Resolved
   // with undefined: any object could be made thenable by user code.
@@ -346,7 +364,7 @@ function requestLock (name, options, callback) {
       watch(signal, request)
       if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
     }
-    result = nativeRequest(name, mode === 'shared' ? SHARED : EXCLUSIVE,
+    result = backend.request(name, mode === 'shared' ? SHARED : EXCLUSIVE,
       (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
   } catch (error) {
     request.settled = true // never made: its abort steps must do nothing
@@ -372,18 +390,36 @@ function publishStart (request, queued) {
   startChannel.publish(payload)
 }
 
-class LockManager {
-  #brand = true
+function invalidState (method) {
+  return new DOMException(`Failed to execute '${method}' on 'LockManager': The lock manager was closed.`, 'InvalidStateError')
+}
 
-  constructor (token) {
+// This thread leaves a closable manager: the backend ends its agent (spec
+// 2.6: its requests leave their queues, its locks are released), and every
+// request of it that has not settled rejects.
+function closeBackend (backend) {
+  backend.close()
+  for (let id = 0; id < requests.length; id++) {
+    const request = requests[id]
+    if (request !== undefined && request.backend === backend) request.drop()
+  }
+}
+
+class LockManager {
+  #backend
+
+  constructor (token, backend) {
     if (token !== kToken) throw new SafeTypeError('Illegal constructor')
+    this.#backend = backend
   }
 
   // request(name, callback) or request(name, options, callback). Every
   // failure is a rejected promise, as for any promise-returning WebIDL method.
   request (name, optionsOrCallback) {
     try {
-      if (!(this !== null && typeof this === 'object' && #brand in this)) throw new SafeTypeError('Illegal invocation')
+      if (!(this !== null && typeof this === 'object' && #backend in this)) throw new SafeTypeError('Illegal invocation')
+      const backend = this.#backend
+      if (backend.closed) throw invalidState('request')
       const argc = arguments.length
       if (argc < 2) {
         throw new SafeTypeError(`Failed to execute 'request' on 'LockManager': 2 arguments required, but only ${argc} present.`)
@@ -394,7 +430,7 @@ class LockManager {
       if (typeof callback !== 'function') {
         throw new SafeTypeError(`Failed to execute 'request' on 'LockManager': parameter ${argc === 2 ? 2 : 3} is not of type 'Function'.`)
       }
-      return requestLock(name, options, callback)
+      return requestLock(backend, name, options, callback)
     } catch (error) {
       return PromiseReject(error)
     }
@@ -402,11 +438,65 @@ class LockManager {
 
   query () {
     try {
-      if (!(this !== null && typeof this === 'object' && #brand in this)) throw new SafeTypeError('Illegal invocation')
-      return PromiseResolve(nativeQuery())
+      if (!(this !== null && typeof this === 'object' && #backend in this)) throw new SafeTypeError('Illegal invocation')
+      const backend = this.#backend
+      if (backend.closed) throw invalidState('query')
+      return PromiseResolve(backend.query())
     } catch (error) {
       return PromiseReject(error)
     }
+  }
+
+  // Not in the spec: this thread leaves a manager it opened. Closing twice
+  // is harmless; the process-wide manager lasts as long as the thread.
+  close () {
+    try {
+      if (!(this !== null && typeof this === 'object' && #backend in this)) throw new SafeTypeError('Illegal invocation')
+      const backend = this.#backend
+      if (backend.close === undefined) {
+        throw new DOMException("Failed to execute 'close' on 'LockManager': The process-wide lock manager cannot be closed.", 'NotSupportedError')
+      }
+      if (!backend.closed) {
+        MapPrototypeDelete(openManagers, backend.file)
+        closeBackend(backend)
+      }
+      return PromiseResolve()
+    } catch (error) {
+      return PromiseReject(error)
+    }
+  }
+}
+
+// This thread's open machine-wide managers, by file: opening a scope again
+// gives the same manager until it is closed.
+const openManagers = new SafeMap()
+
+// process.exit() skips the binding's cleanup hooks on the main thread: leave
+// every manager then, so that the other processes need not wait to notice
+// a death. (A thread's end closes its agents in the binding.)
+let closeOnExit = false
+
+function closeAll () {
+  MapPrototypeForEach(openManagers, (manager) => { manager.close() })
+}
+
+// openLockManager(scope, [options]): this thread's agent of the lock
+// manager that every process on the host opening `scope` shares.
+function openLockManager (scope, options) {
+  try {
+    const target = hostTarget(scope, options)
+    let manager = MapPrototypeGet(openManagers, target.file)
+    if (manager === undefined) {
+      manager = new LockManager(kToken, openHost(binding, target))
+      MapPrototypeSet(openManagers, target.file, manager)
+      if (!closeOnExit) {
+        process.once('exit', closeAll)
+        closeOnExit = true
+      }
+    }
+    return PromiseResolve(manager)
+  } catch (error) {
+    return PromiseReject(error)
   }
 }
 
@@ -426,13 +516,13 @@ class Lock {
 }
 
 // WebIDL members are enumerable, and interfaces carry their name as a tag.
-for (const [Class, members] of [[LockManager, ['request', 'query']], [Lock, ['name', 'mode']]]) {
+for (const [Class, members] of [[LockManager, ['request', 'query', 'close']], [Lock, ['name', 'mode']]]) {
   for (const member of members) {
     Object.defineProperty(Class.prototype, member, { enumerable: true })
   }
   Object.defineProperty(Class.prototype, Symbol.toStringTag, { value: Class.name, configurable: true })
 }
 
-const locks = new LockManager(kToken)
+const locks = new LockManager(kToken, processBackend(binding))
 
-module.exports = { locks, LockManager, Lock, monitorContention }
+module.exports = { locks, LockManager, Lock, monitorContention, openLockManager }

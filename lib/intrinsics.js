@@ -41,6 +41,7 @@ module.exports = {
   SafeMap: Map,
   MapPrototypeGet: uncurryThis(Map.prototype.get),
   MapPrototypeSet: uncurryThis(Map.prototype.set),
+  MapPrototypeDelete: uncurryThis(Map.prototype.delete),
   MapPrototypeForEach: uncurryThis(Map.prototype.forEach),
   SafeSet: Set,
   SetPrototypeAdd: uncurryThis(Set.prototype.add),
@@ -54,6 +55,7 @@ module.exports = {
   SymbolDispose: Symbol.dispose,
   DOMException: nodeDOMException(),
   SafeTypeError: TypeError,
+  SafeRangeError: RangeError,
   nodeSignalPrototype,
   // Listens once to a signal's abort event in a way that another listener's
   // stopImmediatePropagation() cannot cancel; returns a disposable.

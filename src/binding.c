@@ -1,7 +1,9 @@
-/* The Node-API binding: one wl_agent_t per thread (per Node environment),
- * woken through a uv_async_t on that thread's own loop by other threads, and
- * through a uv_check_t (as setImmediate is) by itself, which costs no
- * syscall.
+/* The Node-API binding: per thread (per Node environment), one wl_agent_t
+ * of the process-wide manager and one of each shared manager the thread
+ * opened. Agents are woken through a uv_async_t on the thread's own loop by
+ * other threads of the process, through a uv_check_t (as setImmediate is) by
+ * their own thread, which costs no syscall, and through a uv_poll_t on their
+ * FIFO by other processes.
  *
  * JS never holds native pointers: a request is named by a small integer id,
  * an index into this thread's slot table, checked on every call. Grants and
@@ -12,9 +14,12 @@
 /* uv.h needs the POSIX types that strict C11 hides. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <node_api.h>
 #include <uv.h>
@@ -47,8 +52,32 @@ typedef struct {
   unsigned char waiting; /* counted in wlb_thread_t.waiting */
 } wlb_req_t;
 
+/* A shared manager, mapped once per process however many threads open it.
+ * It is found again by its file's identity, not its path: a file removed
+ * and made anew at the same path is another manager. */
+typedef struct wlb_segment_s {
+  struct wlb_segment_s *next;
+  wl_manager_t *m;
+  unsigned refs; /* agents of this process */
+  dev_t dev;
+  ino_t ino;
+} wlb_segment_t;
+
+typedef struct wlb_thread_s wlb_thread_t;
+
 typedef struct {
-  wl_agent_t agent;
+  wl_agent_t agent; /* agent.data points here */
+  wlb_thread_t *t;
+  wlb_segment_t *seg; /* NULL for the process-wide manager */
+  uv_poll_t poll;     /* a shared manager's: its FIFO */
+  unsigned char closed; /* wl_agent_close() ran: its records are gone */
+} wlb_agent_t;
+
+struct wlb_thread_s {
+  wlb_agent_t local; /* of the process-wide manager */
+  /* Agents of shared managers, indexed by the handle lib/ holds. */
+  wlb_agent_t **scopes;
+  uint32_t nscopes;
   uv_async_t async; /* woken by other threads */
   uv_check_t check; /* woken by this thread: drains after this poll phase */
   uv_idle_t idle;   /* keeps that poll phase from blocking meanwhile */
@@ -66,7 +95,8 @@ typedef struct {
   uint32_t free_head; /* id + 1 of the first free slot, 0 if none */
   size_t waiting;     /* requests not yet granted: they keep the loop alive */
   wlb_req_t *spare;   /* request structs to reuse, linked by req.data */
-} wlb_thread_t;
+  uv_loop_t *loop;
+};
 
 static void wlb__throw_last(napi_env env) {
   const napi_extended_error_info *info = NULL;
@@ -162,7 +192,7 @@ static void wlb__wake_self(wlb_thread_t *t) {
 /* Called under the manager's mutex from any thread. The handles are valid:
  * teardown closes the agent (under the same mutex) before closing them. */
 static void wlb__notify(wl_agent_t *agent) {
-  wlb_thread_t *t = agent->data;
+  wlb_thread_t *t = ((wlb_agent_t *)agent->data)->t;
 
   if (t == wlb__self)
     wlb__wake_self(t);
@@ -199,15 +229,15 @@ static void wlb__dispatch(wlb_thread_t *t, uint32_t id, unsigned events) {
   napi_close_handle_scope(env, scope);
 }
 
-/* Delivers the mailbox, including events that arrive meanwhile (a callback
- * that requests again), up to a budget so that timers and I/O are not
- * starved; what is left is delivered after this poll phase. */
-static void wlb__drain(wlb_thread_t *t) {
-  unsigned budget = WLB_DRAIN_BUDGET;
+/* Delivers an agent's mailbox, including events that arrive meanwhile (a
+ * callback that requests again), up to a budget shared by the thread's
+ * agents, so that timers and I/O are not starved; what is left is delivered
+ * after this poll phase. Returns 0 once the budget is spent. */
+static int wlb__drain_agent(wlb_thread_t *t, wlb_agent_t *a, unsigned *budget) {
   wl_request_t *req;
   unsigned events;
 
-  while ((req = wl_agent_next(&t->agent, &events)) != NULL) {
+  while (!a->closed && (req = wl_agent_next(&a->agent, &events)) != NULL) {
     wlb_req_t *r = wlb__container_of(req, wlb_req_t, req);
     if (events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE))
       wlb__unwait(t, r);
@@ -216,10 +246,26 @@ static void wlb__drain(wlb_thread_t *t) {
     wlb__dispatch(t, r->id, events);
     if (events & WL_EV_UNAVAILABLE)
       wlb__free(t, r);
-    if (--budget == 0) {
+    if (--*budget == 0) {
       wlb__wake_self(t);
-      return;
+      return 0;
     }
+  }
+  return 1;
+}
+
+/* A wake-up does not say which agent it is for: every agent's mailbox is
+ * looked at (a thread has one or a few). A callback may close a shared
+ * manager, so each is looked up again by its index. */
+static void wlb__drain(wlb_thread_t *t) {
+  unsigned budget = WLB_DRAIN_BUDGET;
+  uint32_t i;
+
+  if (!wlb__drain_agent(t, &t->local, &budget))
+    return;
+  for (i = 0; i < t->nscopes; i++) {
+    if (t->scopes[i] != NULL && !wlb__drain_agent(t, t->scopes[i], &budget))
+      return;
   }
 }
 
@@ -235,15 +281,103 @@ static void wlb__on_check(uv_check_t *check) {
   wlb__drain(t);
 }
 
-static void wlb__on_close(uv_handle_t *handle) {
-  wlb_thread_t *t = handle->data;
+/* Shared managers open in this process, by path. */
+static pthread_mutex_t wlb__segments_mutex = PTHREAD_MUTEX_INITIALIZER;
+static wlb_segment_t *wlb__segments;
 
+/* Maps the manager at path, or finds it mapped. Returns 0 or an error code
+ * with a sentence in err. */
+static int wlb__segment_ref(const char *path, uint64_t size, unsigned mode,
+                            wlb_segment_t **out, char *err, size_t errlen) {
+  wlb_segment_t *seg = NULL;
+  struct stat st;
+  int rc = 0;
+
+  pthread_mutex_lock(&wlb__segments_mutex);
+  if (stat(path, &st) == 0) {
+    for (seg = wlb__segments; seg != NULL; seg = seg->next) {
+      if (seg->dev == st.st_dev && seg->ino == st.st_ino)
+        break;
+    }
+  }
+  if (seg == NULL) {
+    seg = malloc(sizeof(*seg));
+    if (seg == NULL) {
+      rc = WL_ENOMEM;
+    } else if ((rc = wl_segment_open(path, size, mode, &seg->m, err,
+                                     errlen)) != 0 ||
+               (rc = wl_segment_identity(seg->m, &seg->dev, &seg->ino)) != 0) {
+      if (rc == 0)
+        wl_segment_close(seg->m);
+      free(seg);
+      seg = NULL;
+    } else {
+      seg->refs = 0;
+      seg->next = wlb__segments;
+      wlb__segments = seg;
+    }
+  }
+  if (seg != NULL)
+    seg->refs++;
+  pthread_mutex_unlock(&wlb__segments_mutex);
+  *out = seg;
+  return rc;
+}
+
+/* Unmaps the manager once no agent of this process uses it. */
+static void wlb__segment_unref(wlb_segment_t *seg) {
+  wlb_segment_t **at;
+
+  pthread_mutex_lock(&wlb__segments_mutex);
+  if (--seg->refs == 0) {
+    for (at = &wlb__segments; *at != seg; at = &(*at)->next)
+      ;
+    *at = seg->next;
+    wl_segment_close(seg->m);
+    free(seg);
+  }
+  pthread_mutex_unlock(&wlb__segments_mutex);
+}
+
+/* One of the thread's handles is closed; the last one frees the thread. */
+static void wlb__closed(wlb_thread_t *t) {
   if (--t->open_handles > 0)
     return;
   if (t->hook != NULL)
     napi_remove_async_cleanup_hook(t->hook);
+  free(t->scopes);
   free(t->slots);
   free(t);
+}
+
+static void wlb__on_close(uv_handle_t *handle) { wlb__closed(handle->data); }
+
+static void wlb__on_poll_close(uv_handle_t *handle) {
+  wlb_agent_t *a = wlb__container_of(handle, wlb_agent_t, poll);
+  wlb_thread_t *t = a->t;
+
+  free(a);
+  wlb__closed(t);
+}
+
+/* Ends a shared manager's agent (spec 2.6) and frees its requests' slots.
+ * Its FIFO stops being polled before wl_agent_close() closes it. */
+static void wlb__close_scope(wlb_thread_t *t, uint32_t h) {
+  wlb_agent_t *a = t->scopes[h];
+  uint32_t id;
+
+  uv_poll_stop(&a->poll);
+  wl_agent_close(&a->agent);
+  /* Unmapped now, not on the next tick: the file is free when close() is. */
+  wlb__segment_unref(a->seg);
+  a->closed = 1;
+  t->scopes[h] = NULL;
+  for (id = 0; id < t->nslots; id++) {
+    wlb_req_t *r = wlb__slot_get(t, id);
+    if (r != NULL && r->req.agent == &a->agent)
+      wlb__free(t, r);
+  }
+  uv_close((uv_handle_t *)&a->poll, wlb__on_poll_close);
 }
 
 /* Drops what the thread holds in JS. Nothing can be done about a failure
@@ -275,7 +409,11 @@ static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
   uint32_t id;
 
   if (t->dispatch != NULL)
-    wl_agent_close(&t->agent);
+    wl_agent_close(&t->local.agent);
+  for (id = 0; id < t->nscopes; id++) {
+    if (t->scopes[id] != NULL)
+      wlb__close_scope(t, id);
+  }
   for (id = 0; id < t->nslots; id++) {
     if (!(t->slots[id] & 1))
       free((wlb_req_t *)t->slots[id]);
@@ -329,6 +467,24 @@ static napi_value wlb__throw_code(napi_env env, int rc) {
   return NULL;
 }
 
+/* The name of a core error code, or of an errno as libuv names it. */
+static const char *wlb__code_name(int rc) {
+  switch (rc) {
+  case WL_EACCES:
+    return "EACCES";
+  case WL_ENOMEM:
+    return "ENOMEM";
+  case WL_EINVAL:
+    return "EINVAL";
+  case WL_ELAYOUT:
+    return "ELAYOUT";
+  case WL_ECORRUPT:
+    return "ECORRUPT";
+  default:
+    return uv_err_name(rc);
+  }
+}
+
 /* setup(dispatch, clientId): called once per thread by lib/. */
 static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   napi_value argv[2];
@@ -349,10 +505,11 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
                                              sizeof(client_id), &len));
   if (wl_local() == NULL)
     return wlb__throw_code(env, WL_ENOMEM);
-  rc = wl_agent_init(wl_local(), &t->agent, client_id, len, wlb__notify);
+  rc = wl_agent_init(wl_local(), &t->local.agent, client_id, len, wlb__notify);
   if (rc != 0)
     return wlb__throw_code(env, rc);
-  t->agent.data = t;
+  t->local.agent.data = &t->local;
+  t->local.t = t;
   WLB_CALL(env, napi_create_reference(env, argv[0], 1, &t->dispatch));
   return argv[0];
 }
@@ -396,9 +553,9 @@ static int wlb__results(napi_env env, uint32_t id, napi_value out[2]) {
 /* Allocates r with its slot and results, and makes the request. Returns
  * WL_GRANTED_AT_ONCE or 0 with *out set, or an error code with nothing left
  * behind (1: a Node-API failure, with its exception pending). */
-static int wlb__make(napi_env env, wlb_thread_t *t, const char16_t *name,
-                     size_t len, uint32_t mode, uint32_t flags,
-                     napi_value *out) {
+static int wlb__make(napi_env env, wlb_thread_t *t, wlb_agent_t *a,
+                     const char16_t *name, size_t len, uint32_t mode,
+                     uint32_t flags, napi_value *out) {
   napi_value results[2];
   wlb_req_t *r = wlb__new(t);
   int rc;
@@ -415,7 +572,7 @@ static int wlb__make(napi_env env, wlb_thread_t *t, const char16_t *name,
     wlb__free(t, r);
     return 1;
   }
-  rc = wl_request(&t->agent, &r->req, (const uint16_t *)name, len,
+  rc = wl_request(&a->agent, &r->req, (const uint16_t *)name, len,
                   (wl_mode_t)mode, flags);
   if (rc < 0) {
     wlb__free(t, r);
@@ -428,30 +585,21 @@ static int wlb__make(napi_env env, wlb_thread_t *t, const char16_t *name,
   return 0;
 }
 
-/* request(name, mode, flags) -> id * 2 + 1 if the lock was free, id * 2 if
- * the request waits (or misses). Validation is lib/'s; this only refuses what
- * would corrupt the manager. Either the request is made and its id returned,
- * or it throws and the core never saw it. */
-static napi_value wlb_request(napi_env env, napi_callback_info info) {
-  napi_value argv[3], result = NULL;
-  wlb_thread_t *t;
+/* Makes a request of agent a from the JS arguments (name, mode, flags). */
+static napi_value wlb__request(napi_env env, wlb_thread_t *t, wlb_agent_t *a,
+                               napi_value *argv) {
+  napi_value result = NULL;
   uint32_t mode, flags;
   size_t len;
   char16_t stack[WLB_NAME_STACK];
   char16_t *name;
   int rc;
 
-  if (wlb__args(env, info, 3, argv, &t) != 0)
-    return NULL;
-  if (t->dispatch == NULL) {
-    napi_throw_error(env, NULL, "web-locks: not set up");
-    return NULL;
-  }
   WLB_CALL(env, napi_get_value_uint32(env, argv[1], &mode));
   WLB_CALL(env, napi_get_value_uint32(env, argv[2], &flags));
   if (wlb__get_name(env, argv[0], stack, &name, &len) != 0)
     return NULL;
-  rc = wlb__make(env, t, name, len, mode, flags, &result);
+  rc = wlb__make(env, t, a, name, len, mode, flags, &result);
   if (name != stack)
     free(name);
   if (rc == 1)
@@ -459,6 +607,23 @@ static napi_value wlb_request(napi_env env, napi_callback_info info) {
   else if (rc < 0)
     wlb__throw_code(env, rc);
   return result;
+}
+
+/* request(name, mode, flags) -> id * 2 + 1 if the lock was free, id * 2 if
+ * the request waits (or misses). Validation is lib/'s; this only refuses what
+ * would corrupt the manager. Either the request is made and its id returned,
+ * or it throws and the core never saw it. */
+static napi_value wlb_request(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  wlb_thread_t *t;
+
+  if (wlb__args(env, info, 3, argv, &t) != 0)
+    return NULL;
+  if (t->dispatch == NULL) {
+    napi_throw_error(env, NULL, "web-locks: not set up");
+    return NULL;
+  }
+  return wlb__request(env, t, &t->local, argv);
 }
 
 /* release(id) -> whether the lock was still held (false: it was stolen). */
@@ -498,6 +663,154 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* A shared manager's agent from its handle, or NULL with a TypeError. */
+static wlb_agent_t *wlb__scope_arg(napi_env env, wlb_thread_t *t,
+                                   napi_value v) {
+  uint32_t h;
+
+  if (napi_get_value_uint32(env, v, &h) != napi_ok || h >= t->nscopes ||
+      t->scopes[h] == NULL) {
+    napi_throw_type_error(env, NULL, "web-locks: unknown lock manager");
+    return NULL;
+  }
+  return t->scopes[h];
+}
+
+/* A free index in the thread's table of shared managers' agents, or -1. */
+static int64_t wlb__scope_slot(wlb_thread_t *t) {
+  wlb_agent_t **scopes;
+  uint32_t h;
+
+  for (h = 0; h < t->nscopes; h++) {
+    if (t->scopes[h] == NULL)
+      return h;
+  }
+  scopes = realloc(t->scopes, (t->nscopes + 1) * sizeof(*scopes));
+  if (scopes == NULL)
+    return -1;
+  t->scopes = scopes;
+  t->scopes[t->nscopes] = NULL;
+  return t->nscopes++;
+}
+
+static void wlb__on_poll(uv_poll_t *poll, int status, int events) {
+  wlb_agent_t *a = wlb__container_of(poll, wlb_agent_t, poll);
+
+  wl_agent_woken(&a->agent);
+  wlb__drain(a->t);
+}
+
+/* Makes this thread an agent of the manager at path: maps it (or finds it
+ * mapped), registers the agent and polls its FIFO. Returns 0 or an error
+ * code with a sentence in err. */
+static int wlb__join(wlb_thread_t *t, wlb_agent_t *a, const char *path,
+                     uint64_t size, unsigned mode, const char *client_id,
+                     size_t client_id_len, char *err, size_t errlen) {
+  int rc = wlb__segment_ref(path, size, mode, &a->seg, err, errlen);
+
+  if (rc != 0)
+    return rc;
+  a->t = t;
+  a->agent.data = a;
+  rc = wl_agent_init(a->seg->m, &a->agent, client_id, client_id_len,
+                     wlb__notify);
+  if (rc != 0) {
+    wlb__segment_unref(a->seg);
+    snprintf(err, errlen, "cannot join the manager in %s: %s", path,
+             rc == WL_ENOMEM ? "it is full" : uv_strerror(rc));
+    return rc;
+  }
+  rc = uv_poll_init(t->loop, &a->poll, wl_agent_wake_fd(&a->agent));
+  if (rc != 0) {
+    wl_agent_close(&a->agent);
+    wlb__segment_unref(a->seg);
+  } else {
+    t->open_handles++;
+    /* Only waiting requests keep the loop alive (see wlb__make). */
+    uv_unref((uv_handle_t *)&a->poll);
+    if ((rc = uv_poll_start(&a->poll, UV_READABLE, wlb__on_poll)) != 0) {
+      wl_agent_close(&a->agent);
+      wlb__segment_unref(a->seg);
+      a->closed = 1; /* freed by the handle's close callback */
+      uv_close((uv_handle_t *)&a->poll, wlb__on_poll_close);
+    }
+  }
+  if (rc != 0)
+    snprintf(err, errlen, "cannot poll the manager in %s: %s", path,
+             uv_strerror(rc));
+  return rc;
+}
+
+/* open(path, size, mode, clientId) -> a handle for the calls below. Throws
+ * an Error whose code names what went wrong and whose message names the
+ * file. */
+static napi_value wlb_open(napi_env env, napi_callback_info info) {
+  napi_value argv[4], result;
+  wlb_thread_t *t;
+  wlb_agent_t *a;
+  char path[4096], client_id[WL_CLIENT_ID_MAX + 1], err[1024 + 4096];
+  size_t path_len, client_id_len;
+  int64_t size, h;
+  uint32_t mode;
+  int rc;
+
+  if (wlb__args(env, info, 4, argv, &t) != 0)
+    return NULL;
+  WLB_CALL(env, napi_get_value_string_utf8(env, argv[0], path, sizeof(path),
+                                           &path_len));
+  WLB_CALL(env, napi_get_value_int64(env, argv[1], &size));
+  WLB_CALL(env, napi_get_value_uint32(env, argv[2], &mode));
+  WLB_CALL(env, napi_get_value_string_latin1(env, argv[3], client_id,
+                                             sizeof(client_id),
+                                             &client_id_len));
+  if (t->dispatch == NULL || path_len >= sizeof(path) - 1 || size < 0) {
+    napi_throw_type_error(env, NULL, "web-locks: bad internal call");
+    return NULL;
+  }
+  if ((h = wlb__scope_slot(t)) < 0 || (a = calloc(1, sizeof(*a))) == NULL)
+    return wlb__throw_code(env, WL_ENOMEM);
+  err[0] = '\0';
+  rc = wlb__join(t, a, path, (uint64_t)size, mode, client_id, client_id_len,
+                 err, sizeof(err));
+  if (rc != 0) {
+    if (!a->closed)
+      free(a);
+    if (err[0] == '\0')
+      snprintf(err, sizeof(err), "cannot open %s: %s", path, uv_strerror(rc));
+    napi_throw_error(env, wlb__code_name(rc), err);
+    return NULL;
+  }
+  t->scopes[h] = a;
+  WLB_CALL(env, napi_create_uint32(env, (uint32_t)h, &result));
+  return result;
+}
+
+/* scopeRequest(handle, name, mode, flags): request() of a shared manager. */
+static napi_value wlb_scope_request(napi_env env, napi_callback_info info) {
+  napi_value argv[4];
+  wlb_thread_t *t;
+  wlb_agent_t *a;
+
+  if (wlb__args(env, info, 4, argv, &t) != 0 ||
+      (a = wlb__scope_arg(env, t, argv[0])) == NULL)
+    return NULL;
+  return wlb__request(env, t, a, argv + 1);
+}
+
+/* close(handle): this thread leaves the manager (spec 2.6). */
+static napi_value wlb_close(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  wlb_thread_t *t;
+  uint32_t h;
+
+  if (wlb__args(env, info, 1, argv, &t) != 0 ||
+      wlb__scope_arg(env, t, argv[0]) == NULL)
+    return NULL;
+  WLB_CALL(env, napi_get_value_uint32(env, argv[0], &h));
+  wlb__close_scope(t, h);
+  return NULL;
+}
+
 /* Entries of one name share one JS string (names[i], made on first use):
  * a long name held or awaited many times is copied once. */
 static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
@@ -528,13 +841,14 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
   return array;
 }
 
-/* query() -> { held, pending }: the snapshot of the whole process. */
-static napi_value wlb_query(napi_env env, napi_callback_info info) {
+/* { held, pending }: the snapshot of manager m. */
+static napi_value wlb__query(napi_env env, wl_manager_t *m) {
   napi_value result = NULL, held, pending, modes[2], *names;
   wl_snapshot_t snap;
+  int rc;
 
-  if (wl_snapshot(wl_local(), &snap) != 0)
-    return wlb__throw_code(env, WL_ENOMEM);
+  if ((rc = wl_snapshot(m, &snap)) != 0)
+    return wlb__throw_code(env, rc);
   names = calloc(snap.nnames + 1, sizeof(*names));
   if (names == NULL) {
     wl_snapshot_free(&snap);
@@ -564,6 +878,23 @@ static napi_value wlb_query(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* query() -> the snapshot of the whole process. */
+static napi_value wlb_query(napi_env env, napi_callback_info info) {
+  return wlb__query(env, wl_local());
+}
+
+/* scopeQuery(handle) -> the snapshot of a shared manager. */
+static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  wlb_thread_t *t;
+  wlb_agent_t *a;
+
+  if (wlb__args(env, info, 1, argv, &t) != 0 ||
+      (a = wlb__scope_arg(env, t, argv[0])) == NULL)
+    return NULL;
+  return wlb__query(env, a->seg->m);
+}
+
 static napi_value wlb__define(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"setup", NULL, wlb_setup, NULL, NULL, NULL, napi_default, NULL},
@@ -571,6 +902,10 @@ static napi_value wlb__define(napi_env env, napi_value exports) {
       {"release", NULL, wlb_release, NULL, NULL, NULL, napi_default, NULL},
       {"abort", NULL, wlb_abort, NULL, NULL, NULL, napi_default, NULL},
       {"query", NULL, wlb_query, NULL, NULL, NULL, napi_default, NULL},
+      {"open", NULL, wlb_open, NULL, NULL, NULL, napi_default, NULL},
+      {"scopeRequest", NULL, wlb_scope_request, NULL, NULL, NULL, napi_default, NULL},
+      {"scopeQuery", NULL, wlb_scope_query, NULL, NULL, NULL, napi_default, NULL},
+      {"close", NULL, wlb_close, NULL, NULL, NULL, napi_default, NULL},
   };
 
   WLB_CALL(env, napi_define_properties(env, exports,
@@ -601,6 +936,7 @@ NAPI_MODULE_INIT() {
   if (t == NULL)
     return wlb__throw_code(env, WL_ENOMEM);
   t->env = env;
+  t->loop = loop;
   if (napi_create_reference(env, exports, 1, &t->exports) != napi_ok) {
     free(t);
     wlb__throw_last(env);

@@ -338,6 +338,16 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
   return 0;
 }
 
+int wl_segment_identity(wl_manager_t *m, dev_t *dev, ino_t *ino) {
+  struct stat st;
+
+  if (fstat(m->fd, &st) != 0)
+    return -errno;
+  *dev = st.st_dev;
+  *ino = st.st_ino;
+  return 0;
+}
+
 void wl_segment_close(wl_manager_t *m) {
   if (wl__lock(m) == 0) {
     wl__owner_close(m);

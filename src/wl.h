@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "wl-list.h"
 
@@ -116,6 +117,9 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
                     wl_manager_t **m, char *err, size_t errlen);
 /* Ends this process's agents of a shared manager and unmaps it. */
 void wl_segment_close(wl_manager_t *m);
+/* The identity of a shared manager's file, to tell whether a path still
+ * names it. Returns 0 or -errno. */
+int wl_segment_identity(wl_manager_t *m, dev_t *dev, ino_t *ino);
 
 /* Ends every agent of every process that has died with the manager open
  * (spec 2.6), so that the requests waiting behind them are granted. Opening

@@ -1,7 +1,7 @@
 // Must NOT compile. Each line that must fail ends with `// error TSxxxx`
 // (one or more codes); scripts/test-types.js checks that tsc reports exactly
 // these errors, on these lines, and no other.
-import { locks, Lock, LockManager } from 'web-locks'
+import { locks, Lock, LockManager, openLockManager } from 'web-locks'
 import type { LockOptions, LockManagerSnapshot } from 'web-locks'
 import { installed } from 'web-locks/polyfill'
 
@@ -45,6 +45,10 @@ export async function misuse (): Promise<void> {
 
   // The Equal/Expect checks of ok.ts do fail on a wrong type.
   type _wrong = Expect<Equal<typeof n, Promise<number>>> // error TS2344
+
+  // Only a manager that openLockManager() opened has close().
+  await locks.close() // error TS2339
+  await openLockManager('app', { size: '1M' }) // error TS2322
 
   // The polyfill exports one boolean.
   const flag: string = installed // error TS2322

@@ -23,3 +23,6 @@ type _sameLock = Expect<Equal<CjsLock, Lock>>
 type _sameManager = Expect<Equal<CjsLockManager, LockManager>>
 
 export { mode, flag }
+
+const scope = await webLocks.openLockManager('app')
+await scope.close()

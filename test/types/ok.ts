@@ -66,3 +66,14 @@ export function classes (value: unknown): void {
 // The polyfill's one export, and the whole module as a namespace.
 export const polyfilled: boolean = installed
 type _ns = Expect<Equal<typeof webLocks.locks, LockManager>>
+
+export async function shared (): Promise<void> {
+  const scope = await webLocks.openLockManager('app', { dir: '/tmp', size: 1 << 20, mode: 0o600 })
+  const asManager: LockManager = scope
+  const n = await scope.request('a', { mode: 'shared' }, () => 1)
+  type _n = Expect<Equal<typeof n, number>>
+  const closed: Promise<void> = scope.close()
+  await closed
+  await asManager.query()
+  await webLocks.openLockManager('app')
+}

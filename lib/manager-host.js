@@ -1,0 +1,132 @@
+'use strict'
+
+// The machine-wide lock manager behind openLockManager(scope): the core's
+// state in a file (by default in /dev/shm) that every process opening the
+// scope maps. The file is created on first use; the binding maps it once per
+// process, and each thread that opens it is one agent. Linux only.
+
+const path = require('path')
+const { randomUUID } = require('crypto')
+const { DOMException, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
+
+const DEFAULT_DIR = '/dev/shm'
+const DEFAULT_SIZE = 16 * 1024 * 1024
+const DEFAULT_MODE = 0o600
+const PAGE = 4096
+const MIN_SIZE = 2 * PAGE
+const MAX_SIZE = 2 ** 40
+const SCOPE_MAX = 100
+
+// Letters, digits, '.', '_' and '-': a file name that cannot leave its
+// directory once prefixed (even '..' becomes 'web-locks...').
+function isScope (value) {
+  if (typeof value !== 'string' || value.length === 0 || value.length > SCOPE_MAX) return false
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i]
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+      c === '.' || c === '_' || c === '-')) return false
+  }
+  return true
+}
+
+function fail (message) {
+  return `Failed to execute 'openLockManager': ${message}`
+}
+
+// The options of openLockManager(scope, options), read once each.
+function toHostOptions (options) {
+  if (options === undefined || options === null) return { dir: DEFAULT_DIR, size: DEFAULT_SIZE, mode: DEFAULT_MODE }
+  if (typeof options !== 'object' && typeof options !== 'function') {
+    throw new SafeTypeError(fail('the options must be an object.'))
+  }
+  const { dir = DEFAULT_DIR, size = DEFAULT_SIZE, mode = DEFAULT_MODE } = options
+  if (typeof dir !== 'string' || dir.length === 0) throw new SafeTypeError(fail('the dir option must be a non-empty string.'))
+  if (typeof size !== 'number' || !Number.isInteger(size) || size < MIN_SIZE || size > MAX_SIZE || size % PAGE !== 0) {
+    throw new SafeRangeError(fail(`the size option must be a whole number of ${PAGE}-byte pages from ${MIN_SIZE} to ${MAX_SIZE}.`))
+  }
+  if (typeof mode !== 'number' || !Number.isInteger(mode) || mode < 0 || (mode & ~0o666) !== 0) {
+    throw new SafeRangeError(fail('the mode option must be permission bits within 0o666.'))
+  }
+  return { dir, size, mode }
+}
+
+function quotaExceeded (file) {
+  return new DOMException(`The lock manager in ${file} is full.`, 'QuotaExceededError')
+}
+
+function damaged (file) {
+  const error = new Error(`web-locks: the lock manager in ${file} is damaged; remove the file once no process uses it.`)
+  error.code = 'ECORRUPT'
+  return error
+}
+
+// A backend (see manager-process.js) for one thread's agent of the manager
+// in `file`.
+function hostBackend (binding, handle, file) {
+  const { scopeRequest, release, abort, scopeQuery, close } = binding
+  const translate = (error) => {
+    if (error !== null && typeof error === 'object' && error.code === 'ENOMEM') return quotaExceeded(file)
+    if (error !== null && typeof error === 'object' && error.code === 'ECORRUPT') return damaged(file)
+    return error
+  }
+  const backend = {
+    file,
+    closed: false,
+    request (name, mode, flags) {
+      try {
+        return scopeRequest(handle, name, mode, flags)
+      } catch (error) {
+        throw translate(error)
+      }
+    },
+    release (id) {
+      return !backend.closed && release(id)
+    },
+    abort (id) {
+      return !backend.closed && abort(id)
+    },
+    query () {
+      try {
+        return scopeQuery(handle)
+      } catch (error) {
+        throw translate(error)
+      }
+    },
+    close () {
+      backend.closed = true
+      close(handle)
+    }
+  }
+  return backend
+}
+
+// Where the scope's manager lives, and how to create it: { file, size,
+// mode }. Throws a TypeError or RangeError for bad arguments, and a
+// NotSupportedError off Linux.
+function hostTarget (scope, options) {
+  if (!isScope(scope)) {
+    throw new SafeTypeError(fail(`the scope must be 1 to ${SCOPE_MAX} letters, digits, '.', '_' or '-'.`))
+  }
+  const { dir, size, mode } = toHostOptions(options)
+  if (process.platform !== 'linux') {
+    throw new DOMException(fail(`the machine-wide lock manager needs Linux (this is ${process.platform}).`), 'NotSupportedError')
+  }
+  return { file: path.join(path.resolve(dir), `web-locks.${scope}`), size, mode }
+}
+
+// Opens this thread's agent of the manager in target.file. Throws an Error
+// whose code says what is wrong with the file and whose message names it.
+function openHost (binding, { file, size, mode }) {
+  let handle
+  try {
+    handle = binding.open(file, size, mode, randomUUID())
+  } catch (error) {
+    if (error !== null && typeof error === 'object' && typeof error.message === 'string') {
+      error.message = `web-locks: ${error.message}`
+    }
+    throw error
+  }
+  return hostBackend(binding, handle, file)
+}
+
+module.exports = { hostTarget, openHost }

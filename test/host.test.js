@@ -1,0 +1,365 @@
+'use strict';
+// openLockManager(scope): one lock manager for every process on the host
+// that opens the scope. Its agents here are this thread, worker threads and
+// child processes (test/fixtures/agent.js), all on one scope per test.
+const assert = require('node:assert/strict');
+const childProcess = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { api, uniq, deferred, PKG } = require('./fixtures/util');
+const { spawnAgent, spawnProcessAgent, terminateAll } = require('./fixtures/agent');
+
+const linux = process.platform === 'linux';
+
+function domError(name) {
+  return (err) => err instanceof DOMException && err.name === name;
+}
+
+// Holds a lock of `manager` until release() is called.
+function holdOn(manager, name, options = {}) {
+  const granted = deferred();
+  const gate = deferred();
+  const done = manager.request(name, options, (lock) => {
+    granted.resolve(lock);
+    return gate.promise;
+  });
+  done.catch(() => {});
+  return { granted: granted.promise, done, release: (v) => gate.resolve(v) };
+}
+
+function only(snapshot, name) {
+  return {
+    held: snapshot.held.filter((i) => i.name === name),
+    pending: snapshot.pending.filter((i) => i.name === name),
+  };
+}
+
+(linux ? describe : describe.skip)('openLockManager (machine-wide)', function () {
+  this.timeout(20000);
+  let openLockManager;
+  let LockManager;
+  let dir;
+  const opened = [];
+
+  before(function () {
+    ({ openLockManager, LockManager } = api());
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-host-'));
+  });
+  afterEach(async function () {
+    await terminateAll();
+    for (const m of opened.splice(0)) await m.close();
+  });
+  after(function () {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function open(scope, options = {}) {
+    const m = await openLockManager(scope, Object.assign({ dir }, options));
+    opened.push(m);
+    return m;
+  }
+
+  describe('opening', function () {
+    it('gives a LockManager, the same one while it is open in this thread, a new one after close()', async function () {
+      const scope = uniq('open').replace(/#/g, '-');
+      const a = await open(scope);
+      assert.ok(a instanceof LockManager);
+      assert.equal(Object.getPrototypeOf(a), LockManager.prototype);
+      assert.equal(await open(scope), a);
+      assert.notEqual(a, api().locks);
+      await a.close();
+      const b = await open(scope);
+      assert.notEqual(b, a);
+      assert.equal(await b.request('x', (lock) => lock.name), 'x');
+    });
+
+    it('rejects (never throws) a scope that is not 1 to 100 letters, digits, ".", "_" or "-"', async function () {
+      const empty = fs.mkdtempSync(path.join(dir, 'scopes-'));
+      for (const scope of ['', 'a/b', '../x', '/etc', 'a b', 'é', 'a\0b', 'x'.repeat(101), 42, undefined, null, { toString: () => 'a' }]) {
+        let p;
+        assert.doesNotThrow(() => { p = openLockManager(scope, { dir: empty }); });
+        await assert.rejects(p, TypeError, `scope ${JSON.stringify(scope)}`);
+      }
+      assert.deepEqual(fs.readdirSync(empty), []);
+    });
+
+    it('keeps every valid scope inside its directory, even "." and ".."', async function () {
+      const sub = fs.mkdtempSync(path.join(dir, 'sub-'));
+      await (await open('..', { dir: sub })).close();
+      await (await open('.', { dir: sub })).close();
+      await (await open('x'.repeat(100), { dir: sub })).close();
+      assert.deepEqual(fs.readdirSync(sub).sort(), ['web-locks...', 'web-locks..', `web-locks.${'x'.repeat(100)}`].sort());
+    });
+
+    it('rejects bad options with a TypeError or a RangeError', async function () {
+      const cases = [
+        [5, TypeError], ['x', TypeError], [{ dir: 5 }, TypeError], [{ dir: '' }, TypeError],
+        [{ size: 1000 }, RangeError], [{ size: 4096 }, RangeError], [{ size: 8192.5 }, RangeError],
+        [{ size: '8192' }, RangeError], [{ size: 2 ** 41 }, RangeError],
+        [{ mode: 0o777 }, RangeError], [{ mode: 0o1600 }, RangeError], [{ mode: -1 }, RangeError], [{ mode: '600' }, RangeError],
+      ];
+      for (const [options, type] of cases) {
+        await assert.rejects(openLockManager('opts', options), type, JSON.stringify(options));
+      }
+    });
+
+    it('creates the file for its owner only by default, and with the mode option otherwise', async function () {
+      await open('mode-default');
+      assert.equal(fs.statSync(path.join(dir, 'web-locks.mode-default')).mode & 0o777, 0o600);
+      await open('mode-group', { mode: 0o660 });
+      assert.equal(fs.statSync(path.join(dir, 'web-locks.mode-group')).mode & 0o777, 0o660);
+    });
+
+    it('puts the file in /dev/shm by default', async function () {
+      const scope = `default-dir-${process.pid}`;
+      const m = await openLockManager(scope);
+      try {
+        assert.ok(fs.statSync(`/dev/shm/web-locks.${scope}`).isFile());
+      } finally {
+        await m.close();
+        fs.rmSync(`/dev/shm/web-locks.${scope}`);
+      }
+    });
+
+    it('refuses a garbage file, a truncated one and a symbolic link, with an error that names the file', async function () {
+      const garbage = path.join(dir, 'web-locks.garbage');
+      fs.writeFileSync(garbage, Buffer.alloc(65536, 0x5a), { mode: 0o600 });
+      await assert.rejects(openLockManager('garbage', { dir }), (err) => err.code === 'ECORRUPT' && err.message.includes(garbage));
+
+      await (await open('truncated')).close();
+      const truncated = path.join(dir, 'web-locks.truncated');
+      fs.truncateSync(truncated, 8192);
+      await assert.rejects(openLockManager('truncated', { dir }), (err) => /^E[A-Z]+$/.test(err.code) && err.message.includes(truncated));
+
+      fs.symlinkSync(garbage, path.join(dir, 'web-locks.link'));
+      await assert.rejects(openLockManager('link', { dir }), (err) => err.code === 'ELOOP' && err.message.includes('web-locks.link'));
+    });
+
+    it('refuses a file of another user unless its mode opens it on purpose', async function () {
+      if (process.getuid() !== 0) this.skip();
+      const shared = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-users-'));
+      fs.chmodSync(shared, 0o777);
+      after(() => fs.rmSync(shared, { recursive: true, force: true }));
+      const script = `
+        const { openLockManager } = require(${JSON.stringify(PKG)});
+        (async () => {
+          await (await openLockManager('private', { dir: ${JSON.stringify(shared)} })).close();
+          await (await openLockManager('open', { dir: ${JSON.stringify(shared)}, mode: 0o666 })).close();
+        })();`;
+      childProcess.execFileSync(process.execPath, ['-e', script], { uid: 65534, gid: 65534, stdio: 'pipe' });
+      assert.equal(fs.statSync(path.join(shared, 'web-locks.private')).uid, 65534);
+      await assert.rejects(openLockManager('private', { dir: shared }), (err) => err.code === 'EACCES' && err.message.includes('web-locks.private'));
+      const m = await open('open', { dir: shared });
+      assert.equal(await m.request('x', (lock) => lock.mode), 'exclusive');
+    });
+
+    it('a full manager rejects a request with a QuotaExceededError and changes nothing', async function () {
+      const m = await open('full', { size: 8192 });
+      const held = [];
+      let error;
+      for (let i = 0; i < 10000 && error === undefined; i++) {
+        const h = holdOn(m, `n${i}`);
+        held.push(h);
+        h.done.catch((e) => { error = e; });
+        await Promise.race([h.granted, h.done.catch(() => {})]);
+      }
+      assert.ok(domError('QuotaExceededError')(error), String(error));
+      const before = await m.query();
+      await assert.rejects(m.request('one-more', () => {}), domError('QuotaExceededError'));
+      assert.deepEqual(await m.query(), before);
+      for (const h of held) h.release();
+      await Promise.allSettled(held.map((h) => h.done));
+      assert.equal(await m.request('again', (lock) => lock.name), 'again');
+    });
+  });
+
+  describe('close()', function () {
+    it('ends this thread\'s requests: pending and held ones reject with an AbortError, others are granted', async function () {
+      const scope = 'close-ends';
+      const m = await open(scope);
+      const other = await spawnProcessAgent({ scope, dir });
+      const name = uniq('close');
+      const h = holdOn(m, name);
+      await h.granted;
+      const queued = holdOn(m, name);
+      const id = await other.request(name);
+      let ran = false;
+      const p = m.request(name, () => { ran = true; });
+      await m.close();
+      await assert.rejects(h.done, domError('AbortError'));
+      await assert.rejects(queued.done, domError('AbortError'));
+      await assert.rejects(p, domError('AbortError'));
+      await other.granted(id);
+      assert.equal(ran, false);
+      h.release();
+      other.release(id);
+      await other.settled(id);
+    });
+
+    it('after close(), request() and query() reject with an InvalidStateError; closing again is harmless', async function () {
+      const m = await open('close-twice');
+      await m.close();
+      await m.close();
+      await assert.rejects(m.request('x', () => {}), domError('InvalidStateError'));
+      await assert.rejects(m.query(), domError('InvalidStateError'));
+    });
+
+    it('the process-wide manager cannot be closed', async function () {
+      await assert.rejects(api().locks.close(), domError('NotSupportedError'));
+      assert.equal(await api().locks.request(uniq('still'), () => 1), 1);
+    });
+  });
+
+  describe('across processes', function () {
+    let scope;
+    let m;
+    beforeEach(async function () {
+      scope = uniq('xp').replace(/#/g, '-');
+      m = await open(scope);
+    });
+
+    it('a lock held in another process is not available here until it is released, and the other way round', async function () {
+      const name = uniq('x');
+      const child = await spawnProcessAgent({ scope, dir });
+      const id = await child.request(name);
+      assert.deepEqual((await child.granted(id)).lock, { name, mode: 'exclusive' });
+      assert.equal(await m.request(name, { ifAvailable: true }, (l) => l), null);
+      let granted = false;
+      const p = m.request(name, () => { granted = true; return 'here'; });
+      assert.equal(only(await m.query(), name).pending.length, 1);
+      assert.equal(granted, false);
+      child.release(id, 'there');
+      assert.equal(await p, 'here');
+      assert.deepEqual(await child.settled(id), { type: 'resolved', id, value: 'there' });
+
+      const h = holdOn(m, name);
+      await h.granted;
+      const probe = await child.request(name, { ifAvailable: true }, { hold: false });
+      assert.equal((await child.granted(probe)).lock, null);
+      const id2 = await child.request(name);
+      assert.equal(child.isGranted(id2), false);
+      h.release();
+      await child.granted(id2);
+      child.release(id2);
+      await child.settled(id2);
+    });
+
+    it('shared locks are held by several processes at once; an exclusive request waits for all of them', async function () {
+      const name = uniq('sh');
+      const a = await spawnProcessAgent({ scope, dir });
+      const b = await spawnProcessAgent({ scope, dir });
+      const ia = await a.request(name, { mode: 'shared' });
+      const ib = await b.request(name, { mode: 'shared' });
+      await a.granted(ia);
+      await b.granted(ib);
+      const h = holdOn(m, name, { mode: 'shared' });
+      await h.granted;
+      const x = holdOn(m, name);
+      const state = only(await m.query(), name);
+      assert.equal(state.held.length, 3);
+      assert.deepEqual(state.pending.map((i) => i.mode), ['exclusive']);
+      a.release(ia);
+      await a.settled(ia);
+      h.release();
+      await h.done;
+      b.release(ib);
+      await x.granted;
+      x.release();
+      await x.done;
+    });
+
+    it('grants in request order across processes, and every side sees the same queue', async function () {
+      const name = uniq('fifo');
+      const agents = [await spawnProcessAgent({ scope, dir }), await spawnProcessAgent({ scope, dir })];
+      const h = holdOn(m, name);
+      await h.granted;
+      const order = [];
+      const ids = [];
+      for (const [i, agent] of agents.entries()) {
+        ids.push(await agent.request(name, i === 1 ? { mode: 'shared' } : {}));
+      }
+      const mine = m.request(name, { mode: 'shared' }, () => { order.push('main'); });
+      const here = only(await m.query(), name);
+      for (const agent of agents) assert.deepEqual(only(await agent.query(), name), here);
+      const clientIds = here.pending.map((i) => i.clientId);
+      assert.equal(new Set([...clientIds, here.held[0].clientId]).size, 3);
+      assert.deepEqual(here.pending.map((i) => i.mode), ['exclusive', 'shared', 'shared']);
+      h.release();
+      await agents[0].granted(ids[0]);
+      assert.equal(agents[1].isGranted(ids[1]), false);
+      assert.deepEqual(order, []);
+      agents[0].release(ids[0]);
+      await agents[1].granted(ids[1]);
+      await mine;
+      assert.deepEqual(order, ['main']);
+      agents[1].release(ids[1]);
+      await agents[1].settled(ids[1]);
+    });
+
+    it('steals a lock held in another process: its request() rejects there with an AbortError, the thief runs first', async function () {
+      const name = uniq('steal');
+      const child = await spawnProcessAgent({ scope, dir });
+      const id = await child.request(name);
+      await child.granted(id);
+      const waiting = holdOn(m, name);
+      assert.equal(await m.request(name, { steal: true }, (lock) => lock.name), name);
+      const settled = await child.settled(id);
+      assert.equal(settled.type, 'rejected');
+      assert.equal(settled.error.name, 'AbortError');
+      assert.equal(settled.error.isDOMException, true);
+      await waiting.granted;
+      waiting.release();
+      await waiting.done;
+    });
+
+    it('a request aborted in another process leaves the queue that every side sees', async function () {
+      const name = uniq('abort');
+      const h = holdOn(m, name);
+      await h.granted;
+      const child = await spawnProcessAgent({ scope, dir });
+      const id = await child.request(name, {}, { abortable: true });
+      assert.equal(only(await m.query(), name).pending.length, 1);
+      child.abort(id, 'gone');
+      const settled = await child.settled(id);
+      assert.equal(settled.type, 'rejected');
+      assert.deepEqual(only(await m.query(), name).pending, []);
+      h.release();
+      await h.done;
+    });
+
+    it('a process that exits releases its locks and leaves its queues', async function () {
+      const name = uniq('exit');
+      const child = await spawnProcessAgent({ scope, dir });
+      const id = await child.request(name);
+      await child.granted(id);
+      const h = holdOn(m, `${name}-2`);
+      await h.granted;
+      await child.request(`${name}-2`);
+      const p = m.request(name, (lock) => lock.name);
+      child.post({ cmd: 'exit', code: 0 });
+      assert.equal(await child.exited, 0);
+      assert.equal(await p, name);
+      assert.deepEqual(only(await m.query(), `${name}-2`).pending, []);
+      h.release();
+      await h.done;
+    });
+
+    it('worker threads that open the scope are agents of it, each with its own clientId', async function () {
+      const name = uniq('thread');
+      const worker = await spawnAgent({ scope, dir });
+      const child = await spawnProcessAgent({ scope, dir });
+      const iw = await worker.request(name);
+      await worker.granted(iw);
+      const ic = await child.request(name);
+      const p = m.request(name, () => 'main');
+      const { held, pending } = only(await m.query(), name);
+      assert.equal(new Set([held[0].clientId, ...pending.map((i) => i.clientId)]).size, 3);
+      worker.release(iw);
+      await child.granted(ic);
+      child.release(ic);
+      assert.equal(await p, 'main');
+      await worker.settled(iw);
+    });
+  });
+});
