@@ -59,13 +59,19 @@ static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
   WL__PUBLISH(req->events, (uint16_t)(req->events | ev));
   was_empty = wl__list_empty(m, mail);
   wl__list_append(m, mail, AT(r, wl__req_t, mlink));
-  if (!was_empty)
-    return;
+  WL__FAULT("mail");
+  if (was_empty)
+    wl__notify(m, req->agent);
+}
+
+void wl__notify(wl_manager_t *m, wl_off_t a) {
+  wl__agent_t *agent = AGENT(m, a);
+
   if (agent->owner == m->self) {
     wl_agent_t *handle = (wl_agent_t *)(uintptr_t)agent->handle;
     handle->notify(handle);
   } else {
-    wl__wake(m, req->agent);
+    wl__wake(m, a);
   }
 }
 
@@ -105,7 +111,10 @@ static void wl__unhold(wl_manager_t *m, wl_off_t n, wl_off_t r,
 }
 
 /* Process the lock request queue (4.4): grant from the head while the head
- * is grantable. */
+ * is grantable. The grant's event is published before the held state: a
+ * held request without one was delivered, so recovery must find the event
+ * of a grant cut short (the request is then still queued, and granted
+ * again by recovery's processing). */
 void wl__process(wl_manager_t *m, wl_off_t n) {
   wl_off_t queue = AT(n, wl__name_t, queue);
   uint64_t steps = WL__STEPS(m);
@@ -114,9 +123,9 @@ void wl__process(wl_manager_t *m, wl_off_t n) {
     wl_off_t r = REQ_OF(WL__LINK(m, queue)->next, qlink);
     if (!wl__compatible(NAME(m, n), REQ(m, r)->mode))
       return;
+    wl__mail(m, r, WL_EV_GRANTED);
     wl__list_remove(m, AT(r, wl__req_t, qlink));
     wl__hold(m, n, r);
-    wl__mail(m, r, WL_EV_GRANTED);
   }
 }
 
@@ -164,18 +173,21 @@ static void wl__use(wl_manager_t *m, wl_off_t n) {
   }
 }
 
-static void wl__steal(wl_manager_t *m, wl_off_t n) {
+/* The event is published before the state, so that recovery tells a
+ * holder whose steal was cut short (held, with a steal event) and completes
+ * the steal. */
+void wl__steal(wl_manager_t *m, wl_off_t n) {
   wl_off_t held = AT(n, wl__name_t, held);
   uint64_t steps = WL__STEPS(m);
 
   while (wl__more(m, held, &steps)) {
     wl_off_t h = REQ_OF(WL__LINK(m, held)->next, qlink);
+    wl__mail(m, h, WL_EV_STOLEN);
     wl__unhold(m, n, h, WL__STOLEN);
     WL__FAULT("steal");
     wl__list_remove(m, AT(h, wl__req_t, alink));
     wl__list_append(m, AT(REQ(m, h)->agent, wl__agent_t, stolen),
                     AT(h, wl__req_t, alink));
-    wl__mail(m, h, WL_EV_STOLEN);
   }
 }
 

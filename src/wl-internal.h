@@ -295,6 +295,11 @@ void wl__owner_close(wl_manager_t *m);
 void wl__sweep(wl_manager_t *m);
 /* Ends an agent's requests and locks and frees its record (spec 2.6). */
 void wl__close_agent(wl_manager_t *m, wl_off_t a);
+/* Wakes an agent's thread: its notify callback in this process, its FIFO
+ * in another. */
+void wl__notify(wl_manager_t *m, wl_off_t a);
+/* Takes every held lock of a name for a steal request (4.1 step 6.2). */
+void wl__steal(wl_manager_t *m, wl_off_t n);
 /* Process a name's queue (4.4), as every algorithm ends. */
 void wl__process(wl_manager_t *m, wl_off_t n);
 

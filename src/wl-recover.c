@@ -188,9 +188,10 @@ static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
   wl__sort(m, tmp, reqs, n, offsetof(wl__req_t, hkey));
   for (i = 0; i < n; i++) {
     wl__req_t *req = REQ(m, reqs[i]);
-    wl__name_t *name = NAME(m, req->name);
+    wl__name_t *name;
     if (req->state != WL__HELD)
       continue;
+    name = NAME(m, req->name);
     wl__list_append(m, AT(req->name, wl__name_t, held),
                     AT(reqs[i], wl__req_t, qlink));
     wl__list_append(m, AT(req->agent, wl__agent_t, held),
@@ -259,6 +260,9 @@ int wl__recover(wl_manager_t *m) {
       bl.kinds[i] = WL__FREE;
       continue;
     }
+    /* A holder robbed by a steal cut short after its event. */
+    if (req->state == WL__HELD && (req->events & WL_EV_STOLEN))
+      req->state = WL__STOLEN;
     reqs[nreqs++] = bl.recs[i];
     if (req->state == WL__QUEUED || req->state == WL__HELD)
       used[wl__index_of(&bl, req->name)] = 1;
@@ -298,13 +302,29 @@ int wl__recover(wl_manager_t *m) {
     }
   }
   wl__relink(m, tmp, reqs, nreqs);
-  for (i = 0; i < nnames; i++)
+  /* A steal is granted at once; one still queued was cut short: finish it,
+   * robbing the holders it had not reached yet. */
+  for (i = 0; i < nnames; i++) {
+    wl_off_t q = AT(names[i], wl__name_t, queue);
+    if (!wl__list_empty(m, q) &&
+        REQ(m, wl__record_of(WL__LINK(m, q)->next, wl__req_t, qlink))->qkey < 0)
+      wl__steal(m, names[i]);
     wl__process(m, names[i]);
+  }
   /* An agent without a live owner record is gone with its process. */
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__AGENT &&
-        !wl__linked(m, AT(bl.recs[i], wl__agent_t, olink)))
+        !wl__linked(m, AT(bl.recs[i], wl__agent_t, olink))) {
       wl__close_agent(m, bl.recs[i]);
+      bl.kinds[i] = WL__FREE;
+    }
+  }
+  /* The dead holder may have queued mail without waking its agent: wake
+   * every agent that has mail (a spare wake-up finds an empty mailbox). */
+  for (i = 0; i < bl.n; i++) {
+    if (bl.kinds[i] == WL__AGENT &&
+        !wl__list_empty(m, AT(bl.recs[i], wl__agent_t, mail)))
+      wl__notify(m, bl.recs[i]);
   }
 done:
   free(used);

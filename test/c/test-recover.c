@@ -80,6 +80,7 @@ static void crash_at(const char *point) {
 static void test_crash_at_every_point(void) {
   static const char *points[] = {"alloc",          "free",          "hold",
                                  "unhold",         "steal",         "end",
+                                 "mail",
                                  "request-alloc",  "request-name",  "request-queued",
                                  "request-stole"};
   size_t i;
