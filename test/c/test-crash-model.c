@@ -568,7 +568,7 @@ static void test_random_crashes_match_the_model(void) {
     run(strtoull(env, NULL, 10));
     return;
   }
-  for (seed = 1; seed <= 4; seed++)
+  for (seed = 1; seed <= 16; seed++)
     run(seed);
 }
 
