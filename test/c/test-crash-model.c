@@ -10,7 +10,14 @@
  *     order, with client ids), and every list and counter (wl__check);
  *   - every survivor's mailbox: exactly the grants, misses and steals the
  *     model made, and a wake-up (its notify callback or its FIFO) whenever
- *     there are any: no lost wake-up, no spurious event.
+ *     there are any: no lost wake-up, no spurious event;
+ *   - mutual exclusion, by the children themselves: each one that is granted
+ *     a lock enters it in memory all of them share (not through the
+ *     manager) and checks that no holder of another mode, or of an
+ *     exclusive lock, is inside; it leaves on release. A steal lets the
+ *     thief in while the robbed callback still runs (the spec's behaviour),
+ *     so the driver takes the robbed holders out when the steal is made, and
+ *     a dead child's entries once it is reaped.
  * An operation cut short by a kill counts as made or not made (either must
  * match); the dead agent then ends as spec 2.6 says. Every survivor's
  * requests complete at the end. Seeded: WL_SEED=<n> replays one run. */
@@ -20,6 +27,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -225,6 +233,26 @@ static void countdown_kill(const char *point) {
     raise(SIGKILL);
 }
 
+/* Holders inside each name, by agent and mode: shared by the children. */
+static int (*inside)[SPAWNS][2];
+
+/* The child `me` enters or leaves (delta -1) a lock on name. */
+static void cross(int me, int name, int mode, int delta) {
+  int a;
+
+  if (delta > 0) {
+    for (a = 0; a < SPAWNS; a++) {
+      if (inside[name][a][WL_EXCLUSIVE] != 0 ||
+          (mode == WL_EXCLUSIVE && inside[name][a][WL_SHARED] != 0)) {
+        fprintf(stderr, "c%d granted %s on name %d while c%d holds it\n", me,
+                mode == WL_EXCLUSIVE ? "exclusive" : "shared", name, a);
+        ASSERT(0);
+      }
+    }
+  }
+  inside[name][me][mode] += delta;
+}
+
 static unsigned notified;
 static void child_notify(wl_agent_t *agent) {
   (void)agent;
@@ -244,8 +272,13 @@ static int child_woken(wl_agent_t *agent, int wait) {
   return notified > 0 || poll(&p, 1, wait ? 5000 : 0) == 1;
 }
 
-static void child_drain(wl_agent_t *agent, wl_request_t *reqs, int expect,
-                        reply_t *out) {
+/* What a child knows of its requests: name, mode, and whether it is inside. */
+typedef struct {
+  int name, mode, in;
+} mine_t;
+
+static void child_drain(wl_agent_t *agent, int me, wl_request_t *reqs,
+                        mine_t *mine, int expect, reply_t *out) {
   wl_request_t *req;
   unsigned events;
 
@@ -253,14 +286,22 @@ static void child_drain(wl_agent_t *agent, wl_request_t *reqs, int expect,
   wl_agent_woken(agent);
   notified = 0;
   while ((req = wl_agent_next(agent, &events)) != NULL) {
+    mine_t *r = &mine[req - reqs];
     ASSERT(out->nev < MAXEV);
     out->req[out->nev] = (int)(req - reqs);
     out->events[out->nev++] = events;
+    if (events & WL_EV_GRANTED) {
+      cross(me, r->name, r->mode, 1);
+      r->in = 1;
+    }
+    if (events & WL_EV_STOLEN)
+      r->in = 0; /* taken out by the driver already */
   }
 }
 
 static _Noreturn void child_main(int sock, int agent_no) {
   static wl_request_t reqs[MAXREQ];
+  static mine_t mine[MAXREQ];
   wl_manager_t *m = tsegment_open(path, SIZE);
   wl_agent_t agent;
   char id[16];
@@ -274,15 +315,21 @@ static _Noreturn void child_main(int sock, int agent_no) {
     memset(&out, 0, sizeof(out));
     kill_point = c.fault >= 0 ? points[c.fault] : NULL;
     kill_countdown = c.countdown;
-    if (c.op == OP_REQUEST)
+    if (c.op == OP_REQUEST) {
+      mine[c.req] = (mine_t){c.name, c.mode, 0};
       out.rc = wl_request(&agent, &reqs[c.req], name_units(c.name), 1,
                           (wl_mode_t)c.mode, (unsigned)c.flags);
-    else if (c.op == OP_RELEASE)
+    } else if (c.op == OP_RELEASE) {
+      /* Out before the release makes the lock another's. */
+      if (mine[c.req].in)
+        cross(agent_no, mine[c.req].name, mine[c.req].mode, -1);
+      mine[c.req].in = 0;
       out.rc = wl_release(&reqs[c.req]);
-    else if (c.op == OP_ABORT)
+    } else if (c.op == OP_ABORT) {
       out.rc = wl_abort(&reqs[c.req]);
-    else if (c.op == OP_DRAIN)
-      child_drain(&agent, reqs, c.expect, &out);
+    } else if (c.op == OP_DRAIN) {
+      child_drain(&agent, agent_no, reqs, mine, c.expect, &out);
+    }
     kill_point = NULL;
     if (c.op == OP_CLOSE) {
       wl_agent_close(&agent);
@@ -331,7 +378,7 @@ static int call(child_t *k, const cmd_t *c, reply_t *out) {
 }
 
 static void reap(child_t *k, int killed) {
-  int status;
+  int status, name;
 
   ASSERT_EQ(k->pid, waitpid(k->pid, &status, 0));
   if (killed)
@@ -340,6 +387,8 @@ static void reap(child_t *k, int killed) {
     ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   close(k->sock);
   k->alive = 0;
+  for (name = 0; name < NNAMES; name++)
+    inside[name][k->agent][WL_EXCLUSIVE] = inside[name][k->agent][WL_SHARED] = 0;
 }
 
 /* Whether the manager's state is the model's: per name, held locks in
@@ -443,6 +492,19 @@ static int pick(int agent, int s1, int s2, int s3) {
   return n == 0 ? -1 : ids[rnd((unsigned)n)];
 }
 
+/* Takes out the holders that the operation from `before` to `after` robbed,
+ * as the steal itself does. */
+static void take_out_robbed(const model_t *before, const model_t *after) {
+  int i;
+
+  for (i = 0; i < before->nreq; i++) {
+    const mreq_t *r = &before->r[i];
+    if (r->state == M_HELD && after->r[i].state == M_STOLEN &&
+        kids[r->agent].alive)
+      inside[r->name][r->agent][r->mode]--;
+  }
+}
+
 /* One operation by child k, maybe cut short at a fault point. */
 static void step_op(wl_manager_t *m, child_t *k) {
   cmd_t c = {OP_REQUEST, 0, 0, 0, 0, -1, 0, 0};
@@ -471,6 +533,7 @@ static void step_op(wl_manager_t *m, child_t *k) {
   }
   if (call(k, &c, &out) == 0) {
     ASSERT_EQ(want, out.rc);
+    take_out_robbed(&md, &alt);
     md = alt;
     return;
   }
@@ -480,6 +543,7 @@ static void step_op(wl_manager_t *m, child_t *k) {
   m_close(&md, k->agent);
   m_close(&alt, k->agent);
   if (same_state(m, &alt, 0)) {
+    take_out_robbed(&md, &alt);
     md = alt;
     made++;
   } else {
@@ -495,6 +559,9 @@ static void run(unsigned long long seed) {
   rng = seed;
   made = unmade = killed_idle = 0;
   memset(&md, 0, sizeof(md));
+  inside = mmap(NULL, sizeof(int[NNAMES][SPAWNS][2]), PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT(inside != MAP_FAILED);
   nkids = 0;
   tshm_path(path, sizeof(path), "crash-model");
   m = tsegment_open(path, SIZE);
@@ -555,6 +622,7 @@ static void run(unsigned long long seed) {
   ASSERT_EQ(0, wl__check(m));
   wl_segment_close(m);
   unlink(path);
+  munmap(inside, sizeof(int[NNAMES][SPAWNS][2]));
   printf("  seed %llu: %d steps, %d processes; killed inside an operation "
          "%d times (made %d, not made %d), between operations %d times\n",
          seed, step, spawned, made + unmade, made, unmade, killed_idle);
