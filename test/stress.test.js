@@ -44,3 +44,20 @@ describe('stress: random operations on many threads against the reference model'
     });
   }
 });
+
+describe('stress: random operations from many processes on one scope against the reference model', function () {
+  const SECONDS = 3;
+  this.timeout((SECONDS + 60) * 1000);
+  if (process.platform !== 'linux') return;
+
+  const seeds = [1, (Math.random() * 2 ** 31) >>> 0];
+  for (const [i, seed] of seeds.entries()) {
+    it(`seed ${seed}${i === seeds.length - 1 ? ' (random)' : ''}: every event reaches its process, mutual exclusion, query() equal to the model's, processes killed, exiting and crashing, nothing left`, async function () {
+      const r = await stress(['--seed', String(seed), '--seconds', String(SECONDS), '--processes', '4'], (SECONDS + 55) * 1000);
+      assert.equal(r.code, 0, `seed ${seed} (rerun: node test/stress/run.js --processes 4 --seed ${seed} --seconds ${SECONDS})\n${r.out}`);
+      const stats = JSON.parse(r.out.slice(r.out.indexOf('stress: ok ') + 11).split('\n')[0]);
+      assert.ok(stats.requests > 50 && stats.granted > 20 && stats.stolen + stats.aborted + stats.unavailable > 5, JSON.stringify(stats));
+      assert.ok(stats.killed + stats.exited + stats.crashed >= 3, JSON.stringify(stats));
+    });
+  }
+});

@@ -311,6 +311,8 @@ static _Noreturn void child_main(int sock, int agent_no) {
   wl__fault_hook = countdown_kill;
   snprintf(id, sizeof(id), "c%d", agent_no);
   ASSERT_EQ(0, wl_agent_init(m, &agent, id, strlen(id), child_notify));
+  memset(&out, 0, sizeof(out));
+  ASSERT_EQ(sizeof(out), write(sock, &out, sizeof(out))); /* ready */
   while (read(sock, &c, sizeof(c)) == (ssize_t)sizeof(c)) {
     memset(&out, 0, sizeof(out));
     kill_point = c.fault >= 0 ? points[c.fault] : NULL;
@@ -354,9 +356,11 @@ static unsigned rnd(unsigned n) {
   return (unsigned)(rng >> 33) % n;
 }
 
+/* Starts a child and waits until its agent is registered. */
 static void spawn(void) {
   int sv[2];
   child_t *k = &kids[nkids];
+  reply_t ready;
 
   ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv));
   k->agent = nkids++;
@@ -369,6 +373,7 @@ static void spawn(void) {
   close(sv[1]);
   k->sock = sv[0];
   k->alive = 1;
+  ASSERT_EQ(sizeof(ready), read(k->sock, &ready, sizeof(ready)));
 }
 
 /* Sends a command; returns 0 with the reply, or -1 if the child died. */
