@@ -38,7 +38,7 @@ function points (opts) {
   return [{
     key: 'scope/handoff',
     label: 'scope: handoff between 2 processes',
-    params: { n: opts.quick ? 2000 : 10000, lockfileN: opts.quick ? 150 : 500 },
+    params: { n: opts.quick ? 2000 : 10000, lockfileN: opts.quick ? 150 : 300 },
     passes: opts.quick ? 1 : 3,
     rounds: opts.quick ? 3 : 4,
     scratch: true,

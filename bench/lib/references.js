@@ -44,14 +44,6 @@ const IMPLS = {
       }
     }
   },
-  'web-locks-scope': {
-    label: 'web-locks openLockManager(scope) (machine-wide; a fresh scope per point, its file in /dev/shm)',
-    open: ({ dir, scope }) => require(path.join(__dirname, '..', '..')).openLockManager(scope, { dir })
-  },
-  'proper-lockfile': {
-    label: 'proper-lockfile lock()/release() on a file per name in /dev/shm (mkdir lock; retries 1-16 ms, forever; stale 10 s)',
-    open: ({ dir, stale, onBusy }) => lockfileManager(dir, { stale, onBusy })
-  },
   'async-lock': {
     label: 'async-lock AsyncLock#acquire (promise mode, maxPending: Infinity)',
     load: () => {
@@ -63,6 +55,14 @@ const IMPLS = {
         request: (name, callback) => lock.acquire(name, callback)
       }
     }
+  },
+  'web-locks-scope': {
+    label: 'web-locks openLockManager(scope) (machine-wide; a fresh scope per point, its file in /dev/shm)',
+    open: ({ dir, scope }) => require(path.join(__dirname, '..', '..')).openLockManager(scope, { dir })
+  },
+  'proper-lockfile': {
+    label: 'proper-lockfile lock()/release() on a file per name in /dev/shm (mkdir lock; retries 1-16 ms, forever; stale 10 s)',
+    open: ({ dir, stale, onBusy }) => lockfileManager(dir, { stale, onBusy })
   }
 }
 
