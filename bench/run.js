@@ -7,7 +7,7 @@
 // compare figures of this run under that same Node.
 //
 //   npm run bench                       full run (< 20 minutes)
-//   npm run bench -- --quick            CI-sized (< 1 minute)
+//   npm run bench -- --quick            CI-sized (about a minute)
 //   npm run bench -- --filter handoff   only the cases whose name matches
 //   npm run bench -- --node /path/node  use this Node >= 24
 //   npm run bench -- --json out.json    also write every outcome as JSON
@@ -26,7 +26,7 @@ const CASES = ['uncontended', 'burst', 'held', 'handoff', 'contention', 'readers
   'scope-uncontended', 'scope-handoff', 'scope-contention', 'scope-kill']
 
 const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <node >= 24>] [--no-current] [--json <file>]
-  --quick        CI-sized run (< 1 minute): fewer sizes, rounds and threads (--full: the default)
+  --quick        CI-sized run (about a minute): fewer sizes, rounds and threads (--full: the default)
   --filter RE    only the measurement points whose name matches RE (e.g. 'uncontended|handoff')
   --node PATH    the Node >= 24 to measure under (default: the running Node if >= 24,
                  else node-<platform>-<arch>@26 installed from npm into a cache)
@@ -331,9 +331,9 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
   console.log('Blank: not applicable. * measured before that run failed. Failures are detailed after the targets.')
   console.log('')
   const bodyOf = (list) => list.flatMap((s) => [{ section: s.title }, ...s.rows])
-  const main = sections.filter((s) => !s.table)
-  if (main.length) {
-    console.log(format.table(columns, bodyOf(main)))
+  const inProcess = sections.filter((s) => !s.table)
+  if (inProcess.length) {
+    console.log(format.table(columns, bodyOf(inProcess)))
     console.log('')
   }
   for (const [name, table] of Object.entries(tables)) {
