@@ -20,7 +20,7 @@ const { scopeRow } = require('../lib/scope')
 
 const IMPLS = ['web-locks-scope', 'proper-lockfile']
 const COUNTS = [2, 4, 8]
-const START_MS = 100 // from the parent's go to the start: the messages' way
+const START_MS = 200 // from the parent's go to the start: the messages' way, on a busy machine
 // After the stop, each process is granted at most once more: if they have
 // not all reported by then, some wait for ever. Under the orchestrator's
 // idle limit (3 s), so that this case's own diagnosis is what it reports.
@@ -119,8 +119,9 @@ async function proc ({ impl, dir, scope }) {
     stopAt = go.stopAt
     ops = 0
     violations = 0
+    // All start at once: a timer to just before the start, then a spin.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, (go.startAt - hostNs()) / 1e6 - 2)))
-    while (hostNs() < go.startAt);
+    while (hostNs() < go.startAt) continue
     while (hostNs() < stopAt) await locks.request(go.name, callback)
     process.send({ round: go.round, ops, violations })
   })

@@ -43,8 +43,10 @@ async function run ({ kills, lockfileKills }, implId, ctx) {
   const lockfile = implId === 'proper-lockfile'
   const where = { impl: implId, dir: ctx.dir, scope: `kill-${process.pid}`, stale: lockfile ? LOCKFILE_STALE : undefined }
   const [waiter] = await startProcesses('scope-kill', [{ ...where, me: 0, role: 'waiter' }])
-  // proper-lockfile's waiter finds the lock stale stale / 2 to stale after
-  // the kill (a live holder refreshes it every stale / 2), plus a retry.
+  // proper-lockfile's waiter takes the lock once its mtime is `stale` old:
+  // a live holder sets it to now every stale / 2, but a process's first
+  // lock sets it up to 1 s ahead (its mtime precision probe), so a holder
+  // killed within a second of locking leaves it taken 2 to 3 s.
   const bound = lockfile ? LOCKFILE_STALE + 3000 : BOUND_MS
 
   // One kill: a holder process takes `name`, the waiter queues for it, the
