@@ -7,7 +7,7 @@
 // compare figures of this run under that same Node.
 //
 //   npm run bench                       full run (< 20 minutes)
-//   npm run bench -- --quick            CI-sized (< 1 minute)
+//   npm run bench -- --quick            CI-sized (about a minute)
 //   npm run bench -- --filter handoff   only the cases whose name matches
 //   npm run bench -- --node /path/node  use this Node >= 24
 //   npm run bench -- --json out.json    also write every outcome as JSON
@@ -22,10 +22,11 @@ const { evaluate } = require('./lib/targets')
 const { IMPLS, FLOORS } = require('./lib/references')
 const { median } = require('./lib/stats')
 
-const CASES = ['uncontended', 'burst', 'held', 'handoff', 'contention', 'readers', 'options', 'memory']
+const CASES = ['uncontended', 'burst', 'held', 'handoff', 'contention', 'readers', 'options', 'memory',
+  'scope-uncontended', 'scope-handoff', 'scope-contention', 'scope-kill']
 
 const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <node >= 24>] [--no-current] [--json <file>]
-  --quick        CI-sized run (< 1 minute): fewer sizes, rounds and threads (--full: the default)
+  --quick        CI-sized run (about a minute): fewer sizes, rounds and threads (--full: the default)
   --filter RE    only the measurement points whose name matches RE (e.g. 'uncontended|handoff')
   --node PATH    the Node >= 24 to measure under (default: the running Node if >= 24,
                  else node-<platform>-<arch>@26 installed from npm into a cache)
@@ -58,6 +59,21 @@ function parseArgs (argv) {
 }
 
 const log = (...a) => process.stderr.write(`${a.join(' ')}\n`)
+
+// A fresh directory for a point of a cross-process case (point.scratch):
+// its scope's file, proper-lockfile's lock files, its signal files. In
+// /dev/shm, where openLockManager puts scopes by default; removed here
+// after the point, whatever became of the child and the processes it forked.
+function scratchDir () {
+  for (const base of ['/dev/shm', os.tmpdir()]) {
+    try {
+      return fs.mkdtempSync(path.join(base, 'web-locks-bench-'))
+    } catch {
+      // not there, or not writable: the next
+    }
+  }
+  throw new Error('no writable directory for the cross-process cases')
+}
 
 // The addon every child loads: which build, so that a rebuild during the
 // run (which would mix two builds in one table) is caught.
@@ -205,9 +221,14 @@ async function main (argv) {
             budgetMs: point.budgetMs || settings.budgetMs,
             quick: opts.quick
           }
+          if (point.scratch) spec.dir = scratchDir()
           loads.push(os.loadavg()[0])
-          outcome = await runChild(bin, [...(point.nodeArgs || []), script, JSON.stringify(spec)],
-            { timeoutMs, idleMs: settings.idleMs })
+          try {
+            outcome = await runChild(bin, [...(point.nodeArgs || []), script, JSON.stringify(spec)],
+              { timeoutMs, idleMs: settings.idleMs })
+          } finally {
+            if (spec.dir) fs.rmSync(spec.dir, { recursive: true, force: true })
+          }
         }
         runs.get(impl).push(outcome)
         const summary = outcome.fail ? `${outcome.fail}${outcome.detail ? ` (${outcome.detail})` : ''}` : 'ok'
@@ -232,7 +253,7 @@ async function main (argv) {
   for (const id of CASES) {
     const mod = require(`./cases/${id}`)
     const rows = mod.rows(get, opts).filter((r) => Object.keys(r.cells).length > 0)
-    if (rows.length) sections.push({ title: mod.section, rows })
+    if (rows.length) sections.push({ title: mod.section, rows, table: mod.table })
   }
   const allRows = sections.flatMap((s) => s.rows)
   const addon = { before: addonBefore, after: addonBuild() }
@@ -268,6 +289,25 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
     vs('×floor', 'floor')
   ]
   if (opts.current) columns.push(col(`web-locks@${process.version}`, 'web-locks@current'))
+  // The cross-process cases' own table (lib/scope.js): ours is web-locks
+  // through a scope, against the process-wide manager and proper-lockfile.
+  const tables = {
+    scope: {
+      intro: 'Across processes: web-locks through openLockManager(scope), each process its own agent; process-wide = ' +
+        "require('web-locks').locks measured in the same run (between threads where the case has processes); " +
+        'proper-lockfile = what users pick today for cross-process locks; ×X as above.',
+      columns: [
+        { title: 'case', left: true, get: (r) => r.label },
+        col('web-locks scope', 'web-locks'),
+        col('process-wide', 'process-wide'),
+        vs('×process-wide', 'process-wide'),
+        col('proper-lockfile', 'proper-lockfile'),
+        vs('×lockfile', 'proper-lockfile'),
+        col('floor', 'floor'),
+        vs('×floor', 'floor')
+      ]
+    }
+  }
 
   const cpus = os.cpus()
   console.log(`web-locks benchmark, ${opts.quick ? 'quick' : 'full'} run, ${new Date().toISOString().slice(0, 16)}Z`)
@@ -290,13 +330,19 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
   console.log('×X columns: how many times better web-locks is than X on that row (X\'s time ÷ ours, or our rate ÷ X\'s); above 1.00x web-locks is better.')
   console.log('Blank: not applicable. * measured before that run failed. Failures are detailed after the targets.')
   console.log('')
-  const body = []
-  for (const s of sections) {
-    body.push({ section: s.title })
-    body.push(...s.rows)
+  const bodyOf = (list) => list.flatMap((s) => [{ section: s.title }, ...s.rows])
+  const inProcess = sections.filter((s) => !s.table)
+  if (inProcess.length) {
+    console.log(format.table(columns, bodyOf(inProcess)))
+    console.log('')
   }
-  console.log(format.table(columns, body))
-  console.log('')
+  for (const [name, table] of Object.entries(tables)) {
+    const own = sections.filter((s) => s.table === name)
+    if (!own.length) continue
+    console.log(table.intro)
+    console.log(format.table(table.columns, bodyOf(own)))
+    console.log('')
+  }
 
   const verdicts = evaluate(allRows, get, opts)
   console.log('Targets (ratios from this run; PASS/MISS):')

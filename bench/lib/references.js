@@ -3,9 +3,18 @@
 // The implementations a case can run against, loaded inside the child
 // process (or worker thread) that measures them. Every one exposes
 // request(name, callback) -> promise; web-locks and the built-in are the
-// LockManager itself, so a case calls them exactly as a user would.
+// LockManager itself, so a case calls them exactly as a user would. The
+// cross-process ones (web-locks-scope, proper-lockfile) need a place on
+// the host: open(id, { dir, scope }) gives them one.
 
+const fs = require('fs')
 const path = require('path')
+
+// proper-lockfile's retries, as a user who wants to wait (not fail) would
+// set them: a first retry after 1-2 ms, backing off to 16 ms, forever.
+// Its other options keep their defaults: stale 10 s (the least it allows
+// is 2 s), which is how long a dead holder's lock stays taken.
+const LOCKFILE_RETRIES = { forever: true, minTimeout: 1, maxTimeout: 16, factor: 2, randomize: true }
 
 const IMPLS = {
   'web-locks': {
@@ -46,6 +55,57 @@ const IMPLS = {
         request: (name, callback) => lock.acquire(name, callback)
       }
     }
+  },
+  'web-locks-scope': {
+    label: 'web-locks openLockManager(scope) (machine-wide; a fresh scope per point, its file in /dev/shm)',
+    open: ({ dir, scope }) => require(path.join(__dirname, '..', '..')).openLockManager(scope, { dir })
+  },
+  'proper-lockfile': {
+    label: 'proper-lockfile lock()/release() on a file per name in /dev/shm (mkdir lock; retries 1-16 ms, forever; stale 10 s)',
+    open: ({ dir, stale, onBusy }) => lockfileManager(dir, { stale, onBusy })
+  }
+}
+
+// proper-lockfile behind request(name, callback): lock the name's file,
+// run the callback, release, as a user of it writes a critical section.
+// onBusy, when given, is told each time an attempt finds the lock taken
+// (through its documented fs option): the cases use it to know that a
+// waiter is waiting.
+function lockfileManager (dir, { stale, onBusy } = {}) {
+  const lockfile = require('proper-lockfile')
+  const options = { retries: LOCKFILE_RETRIES }
+  if (stale !== undefined) options.stale = stale
+  if (onBusy) {
+    options.fs = {
+      __proto__: fs,
+      mkdir (file, callback) {
+        fs.mkdir(file, (error) => {
+          if (error && error.code === 'EEXIST') onBusy()
+          callback(error)
+        })
+      }
+    }
+  }
+  const files = new Map()
+  // proper-lockfile locks an existing file (it resolves its real path).
+  const fileOf = (name) => {
+    let file = files.get(name)
+    if (file === undefined) {
+      file = path.join(dir, `lockfile-${encodeURIComponent(name)}`)
+      fs.closeSync(fs.openSync(file, 'a'))
+      files.set(name, file)
+    }
+    return file
+  }
+  return {
+    async request (name, callback) {
+      const release = await lockfile.lock(fileOf(name), options)
+      try {
+        return await callback()
+      } finally {
+        await release()
+      }
+    }
   }
 }
 
@@ -54,7 +114,8 @@ const FLOORS = {
   promise: 'await Promise.resolve() (1 thread)',
   messageport: 'MessagePort ping-pong (2 threads, one way)',
   waitasync: 'Atomics.waitAsync ping-pong (2 threads, one way)',
-  'atomics-wait': 'Atomics.wait/notify ping-pong (2 threads, one way)'
+  'atomics-wait': 'Atomics.wait/notify ping-pong (2 threads, one way)',
+  socket: 'Unix socket ping-pong (2 processes, one way)'
 }
 
 // 'web-locks@current' is web-locks run by the Node that runs the benchmark.
@@ -65,7 +126,17 @@ function baseImpl (id) {
 function load (id) {
   const impl = IMPLS[baseImpl(id)]
   if (impl === undefined) throw new Error(`unknown implementation ${id}`)
+  if (!impl.load) throw new Error(`${id} needs a place: open() it`)
   return impl.load()
 }
 
-module.exports = { IMPLS, FLOORS, load, baseImpl }
+// Any implementation, the cross-process ones in `where` ({ dir, scope,
+// and for proper-lockfile stale and onBusy }): resolves with its
+// request(name, callback).
+async function open (id, where) {
+  const impl = IMPLS[baseImpl(id)]
+  if (impl === undefined) throw new Error(`unknown implementation ${id}`)
+  return impl.open ? impl.open(where) : impl.load()
+}
+
+module.exports = { IMPLS, FLOORS, load, open, baseImpl, LOCKFILE_RETRIES }

@@ -2,9 +2,12 @@
 
 // Runs one measurement in a fresh child process and survives whatever the
 // implementation under test does to it: a throw ('fails: RangeError'), a
-// crash ('crashes: SIGABRT'), a hang (no CPU used for idleMs: 'hangs') or a
+// crash ('crashes: SIGABRT'), a hang (no CPU used and nothing printed for
+// idleMs, or a HangError from the child's own time limits: 'hangs') or a
 // run past timeoutMs while still busy ('too slow'). Metrics the child
-// printed before it failed ('@@partial') are kept.
+// printed before it failed ('@@partial') are kept. A child whose work is
+// done by processes it forked (the cross-process cases) uses little CPU
+// itself: it prints '@@progress' when they report.
 
 const fs = require('fs')
 const { spawn } = require('child_process')
@@ -46,11 +49,14 @@ function runChild (bin, args, { timeoutMs, idleMs = 5000 }) {
     let stdout = ''
     let stderr = ''
     let killedFor = null
-    child.stdout.on('data', (d) => { stdout += d })
-    child.stderr.on('data', (d) => { stderr = (stderr + d).slice(-20000) })
-
     let lastCpu = null
     let lastProgress = started
+    child.stdout.on('data', (d) => {
+      stdout += d
+      lastProgress = Date.now()
+    })
+    child.stderr.on('data', (d) => { stderr = (stderr + d).slice(-20000) })
+
     const watchdog = setInterval(() => {
       const now = Date.now()
       const cpu = cpuTicks(child.pid)
@@ -87,6 +93,7 @@ function runChild (bin, args, { timeoutMs, idleMs = 5000 }) {
         return finish({ fail: 'too slow', detail: `still busy after ${Math.round(timeoutMs / 1000)} s, killed`, partial })
       }
       if (result && code === 0) return finish({ result })
+      if (error && error.name === 'HangError') return finish({ fail: 'hangs', detail: error.message, partial })
       if (error) {
         return finish({ fail: `fails: ${error.name}`, detail: `${error.name}: ${error.message}${error.where ? ` (${error.where})` : ''}`, partial })
       }

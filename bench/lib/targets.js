@@ -57,6 +57,22 @@ function limitVerdict (rows, ids, max, unit, strict) {
   return { status: pass ? 'PASS' : 'MISS', summary: `worst ${format.value(unit, value(worst, 'web-locks'))} (limit ${strict ? '<' : '<='} ${format.value(unit, max)}): ${all}`, worst }
 }
 
+// Cost targets: on each row, web-locks' figure over `column`'s (a time:
+// lower is better) must be at most `max`. `needs` says what must be in the
+// run for the reference figure, when it is another case's.
+function costVerdict (rows, ids, column, max, { describe, needs }) {
+  const found = ids.map((id) => rows.get(id))
+    .filter((row) => row && value(row, 'web-locks') !== undefined && value(row, column) > 0)
+  if (!found.length) {
+    const ours = ids.some((id) => value(rows.get(id), 'web-locks') !== undefined)
+    return { status: 'not run', summary: ours && needs ? `no ${column} figure: needs ${needs} in the same run` : 'no figures in this run' }
+  }
+  const x = (row) => value(row, 'web-locks') / value(row, column)
+  const worst = found.reduce((a, b) => (x(b) > x(a) ? b : a))
+  const all = found.map((row) => `${x(row).toFixed(2)}x ${describe(row)} (${format.time(value(row, 'web-locks'))} against ${format.time(value(row, column))})`).join(', ')
+  return { status: found.every((row) => x(row) <= max) ? 'PASS' : 'MISS', summary: `worst ${x(worst).toFixed(2)}x (limit <= ${max.toFixed(2)}x): ${all}`, worst, x: x(worst) }
+}
+
 const WEB_LOCKS_COST = 'A web-locks request crosses into native code to request and again to release, and, as the spec has the callback ' +
   'run in a task, its grant is delivered on a later turn of the event loop (a native callback into JS), before the ' +
   'promise jobs that run the callback and settle the request.'
@@ -230,8 +246,10 @@ function evaluate (rowList, get, opts) {
   add('Memory: at most 600 B per queued request, all counted (RSS, fresh process, largest N)',
     limitVerdict(rows, memQueued, 600, 'B'), memWhy('queued'))
 
+  scopeTargets(rows, add, result)
+
   const violationIds = [...rows.keys()].filter((id) => /\.violations$/.test(id))
-  add('Zero mutual-exclusion violations in every multi-thread case',
+  add('Zero mutual-exclusion violations in every multi-thread and multi-process case',
     (() => {
       const found = violationIds.map((id) => rows.get(id)).filter((row) => value(row, 'web-locks') !== undefined)
       if (!found.length) return { status: 'not run', summary: 'no figures in this run' }
@@ -247,6 +265,82 @@ function evaluate (rowList, get, opts) {
     (v) => `violations in ${v.bad.map((row) => `${row.label} (${value(row, 'web-locks')})`).join(', ')}: a bug.`)
 
   return verdicts
+}
+
+// The cross-process cases' targets (cases/scope-*.js): the 'web-locks'
+// column is web-locks through a scope, 'process-wide' require('web-locks').locks.
+function scopeTargets (rows, add, result) {
+  const uncontended = ['scope.uncontended.sync', 'scope.uncontended.async']
+  add('Across processes, uncontended: request+release through a scope at most 2x the process-wide manager\'s',
+    costVerdict(rows, uncontended, 'process-wide', 2, { describe: (row) => row.label.replace(/^request\+release, /, '') }),
+    (v) => `request+release through a scope takes ${format.time(value(v.worst, 'web-locks'))} against ${format.time(value(v.worst, 'process-wide'))} ` +
+      `(${v.worst.label.replace(/^request\+release, /, '')}), ${pct(v.x / 2 - 1)} over the limit. Both run the same core and the ` +
+      'same JS; a scope\'s request and release take the process-shared (robust) mutex of the mapped file instead of the ' +
+      'process\'s own, and its grant comes back through the agent\'s mailbox the same way.')
+
+  add('Across processes, handoff between 2 processes: p50 at most 1.2x the handoff between 2 threads',
+    costVerdict(rows, ['scope.handoff.p50'], 'process-wide', 1.2, { describe: () => 'p50', needs: "the 'handoff' case (--filter 'scope|handoff')" }),
+    (v) => {
+      const floor = value(v.worst, 'floor')
+      return `p50 ${format.time(value(v.worst, 'web-locks'))} between processes against ${format.time(value(v.worst, 'process-wide'))} between threads, ` +
+        `${pct(v.x / 1.2 - 1)} over the limit` +
+        (floor ? `; an 8-byte Unix-socket message takes ${format.time(floor)} one way on this machine` : '') +
+        '. The releasing process wakes the waiter by opening its agent\'s FIFO by path, writing a byte and closing it; the ' +
+        'waiter\'s event loop polls the FIFO (a thread is woken with uv_async instead), drains its mailbox and runs the callback.'
+    })
+
+  const contention = [2, 4, 8].map((n) => ({ n, o: result(`scope/contention/${n}`, 'web-locks-scope') }))
+  const ran = [2, 4, 8].filter((n) => rows.get(`scope.contention.${n}.rate`) && rows.get(`scope.contention.${n}.rate`).cells['web-locks'])
+  const cellOf = (n) => rows.get(`scope.contention.${n}.rate`).cells['web-locks']
+  add('Across processes, 2/4/8 processes contending on 1 name: every round completes (no lost wake-up)',
+    ran.length
+      ? {
+          status: ran.every((n) => !cellOf(n).fail && !cellOf(n).partial) ? 'PASS' : 'MISS',
+          summary: ran.map((n) => `${n} processes: ${cellOf(n).fail || (cellOf(n).partial ? 'failed after some rounds' : `${contention.find((c) => c.n === n).o.rounds || '?'} rounds completed`)}`).join('; ')
+        }
+      : { status: 'not run', summary: 'no figures in this run' },
+    () => ran.filter((n) => cellOf(n).fail || cellOf(n).partial).map((n) => `${n} processes: ${cellOf(n).fail}${cellOf(n).detail ? ` (${cellOf(n).detail})` : ''}`).join('; ') +
+      '. A round that does not end has a process waiting with no one holding the lock, or a holder that was never told.')
+
+  const fairness = [2, 4, 8].map((n) => rows.get(`scope.contention.${n}.fairness`)).filter((row) => row && value(row, 'web-locks') !== undefined)
+  add('Across processes, 2/4/8 processes contending: no process starved (min/max grants per process >= 0.5)',
+    fairness.length
+      ? (() => {
+          const worst = fairness.reduce((a, b) => (value(b, 'web-locks') < value(a, 'web-locks') ? b : a))
+          return {
+            status: fairness.every((row) => value(row, 'web-locks') >= 0.5) ? 'PASS' : 'MISS',
+            summary: `worst ${value(worst, 'web-locks').toFixed(2)} (${worst.label.replace(/: fairness min\/max$/, '')}); ` +
+              `proper-lockfile worst ${Math.min(...fairness.map((row) => value(row, 'proper-lockfile') ?? Infinity)).toFixed(2)}`,
+            worst
+          }
+        })()
+      : { status: 'not run', summary: 'no figures in this run' },
+    (v) => `on ${v.worst.label.replace(/: fairness min\/max$/, '')} the least served process got ${pct(value(v.worst, 'web-locks'))} ` +
+      'of what the most served got. Requests are granted in queue order, so a process falls behind when it is not queued ' +
+      'when the lock is released: its wake-up, or its CPU, came late.')
+
+  const rates = [2, 4, 8].map((n) => `scope.contention.${n}.rate`)
+  add('Across processes, 2/4/8 processes contending: at least proper-lockfile\'s grants per second',
+    ratioVerdict(ratioTarget(rows, rates, 'proper-lockfile', 1), (row) => row.label.replace(/: locks per second.*$/, '')),
+    (v) => `${format.rate(value(v.worst.row, 'web-locks'))} against ${format.rate(value(v.worst.row, 'proper-lockfile'))} on ` +
+      `${v.worst.row.label.replace(/: locks per second.*$/, '')}.`)
+
+  const kill = rows.get('scope.kill.p50')
+  const killOutcome = result('scope/kill', 'web-locks-scope')
+  add(`Across processes, SIGKILL of the holder: the next waiter (another process) is granted within 2 s of every kill (p50, p99)`,
+    !kill || !kill.cells['web-locks']
+      ? { status: 'not run', summary: 'no figures in this run' }
+      : kill.cells['web-locks'].fail
+        ? { status: 'MISS', summary: `${kill.cells['web-locks'].fail}: ${kill.cells['web-locks'].detail || ''}`, cell: kill.cells['web-locks'] }
+        : {
+            status: 'PASS',
+            summary: `p50 ${format.time(value(kill, 'web-locks'))}, p99 ${format.time(value(rows.get('scope.kill.p99'), 'web-locks'))} over ${killOutcome.kills} kills` +
+              (value(kill, 'proper-lockfile') ? `; proper-lockfile (stale 2 s) p50 ${format.time(value(kill, 'proper-lockfile'))}` : '')
+          },
+    (v) => v.cell.fail === 'no prompt release'
+      ? 'no prompt release (needs the death watcher): a SIGKILLed process runs no exit code, and today its agents are only ' +
+        'ended when another process opens the scope (opening sweeps dead owners), which the case then did.'
+      : `${v.cell.fail}${v.cell.detail ? ` (${v.cell.detail})` : ''}.`)
 }
 
 module.exports = { evaluate }

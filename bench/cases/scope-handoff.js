@@ -1,0 +1,237 @@
+'use strict'
+
+// Handoff of one exclusive lock between two processes through a scope:
+// latency from the moment the holder's callback returns to the moment the
+// waiter's callback starts (one way), p50 and p99, on CLOCK_MONOTONIC,
+// which the two processes share. As in handoff.js, each holder waits,
+// inside its callback, until the other process has queued its next
+// request, so that every release is a handoff.
+//
+// Who has queued is told through a small file in the point's directory
+// (tmpfs: a pwrite in one process is seen by the next pread in the other):
+// a process writes its slot after request() returns, when its request is in
+// the scope's queue; the holder reads the other's slot in a loop. This wait
+// is outside the timed interval, and no timestamp crosses processes while
+// the lock moves: each process keeps its own callbacks' entry and exit
+// times and sends them at the end of the round; the parent sorts the
+// callbacks of both by entry and times each change of holder (the next
+// entry minus the previous exit; a negative one is an overlap, a
+// mutual-exclusion violation).
+//
+// proper-lockfile does the same; its waiter counts as queued once an
+// attempt found the lock taken (it then retries on a timer). The floor is
+// the same one-way trip as an 8-byte message through a Unix socket.
+
+const fs = require('fs')
+const path = require('path')
+const { open } = require('../lib/references')
+const { measure } = require('../lib/measure')
+const { percentile } = require('../lib/stats')
+const { HangError, hostNs, startProcesses, stopProcesses } = require('../lib/processes')
+const { scopeRow } = require('../lib/scope')
+
+const QUEUED = 0
+const DONE = 1
+const HOLD_MS = 100 // a holder waits this long at most for the other
+const SPIN_READS = 50 // then it naps between reads
+
+function points (opts) {
+  return [{
+    key: 'scope/handoff',
+    label: 'scope: handoff between 2 processes',
+    params: { n: opts.quick ? 2000 : 5000, lockfileN: opts.quick ? 150 : 300 },
+    passes: opts.quick ? 1 : 3,
+    rounds: opts.quick ? 3 : 4,
+    scratch: true,
+    impls: ['web-locks-scope', 'proper-lockfile', 'socket']
+  }]
+}
+
+// The changes of holder in the callbacks of both processes: holds[i] is
+// a Float64Array of (entry, exit) pairs.
+function handoffs (holds) {
+  const all = []
+  holds.forEach((h, who) => {
+    for (let i = 0; i < h.length; i += 2) all.push({ entry: h[i], exit: h[i + 1], who })
+  })
+  all.sort((a, b) => a.entry - b.entry)
+  const latencies = []
+  let violations = 0
+  let repeats = 0 // the same process again: the other was not queued in time
+  for (let i = 1; i < all.length; i++) {
+    if (all[i].entry < all[i - 1].exit) violations++
+    else if (all[i].who !== all[i - 1].who) latencies.push(all[i].entry - all[i - 1].exit)
+    else repeats++
+  }
+  const span = all.length ? all[all.length - 1].exit - all[0].entry : 0
+  return { latencies, violations, repeats, span }
+}
+
+async function run ({ n, lockfileN }, implId, ctx) {
+  const scope = `handoff-${process.pid}`
+  const count = implId === 'proper-lockfile' ? lockfileN : n
+  // One after the other: for the socket, 0 listens and 1 connects.
+  const procs = []
+  for (const me of [0, 1]) procs.push(...await startProcesses('scope-handoff', [{ me, impl: implId, dir: ctx.dir, scope }]))
+  let roundNo = 0
+  async function round (m, n) {
+    const r = ++roundNo
+    const signals = path.join(ctx.dir, `signals-${r}`)
+    fs.writeFileSync(signals, Buffer.alloc(16))
+    for (const p of procs) p.send({ round: r, name: `handoff-${r}`, n, signals })
+    // A handoff takes well under 100 ms, even on a busy machine.
+    const limit = 10000 + n * HOLD_MS / 4
+    const results = await Promise.all(procs.map((p, i) => p.next(limit, `round ${r}, process ${i}`)))
+    if (implId === 'socket') {
+      const samples = results.flatMap((x) => Array.from(x.latencies))
+      m.p50 = percentile(samples, 50)
+      m.p99 = percentile(samples, 99)
+      m.rate = samples.length / (results[0].span / 1e9)
+      m.samples = samples.length
+      return
+    }
+    const { latencies, violations, repeats, span } = handoffs(results.map((x) => x.holds))
+    m.p50 = percentile(latencies, 50)
+    m.p99 = percentile(latencies, 99)
+    m.rate = latencies.length / (span / 1e9)
+    m.samples = latencies.length
+    m.violations = violations
+    m.repeats = repeats
+  }
+  try {
+    return await measure((m) => round(m, count), { ...ctx, warmup: () => round({}, Math.max(implId === 'proper-lockfile' ? 30 : 200, count >> 3)) })
+  } finally {
+    await stopProcesses(procs)
+  }
+}
+
+// The signal file: per process, its QUEUED and DONE slots (Int32).
+function signalsOf (file) {
+  const fd = fs.openSync(file, 'r+')
+  const one = Buffer.alloc(4)
+  const two = new Int32Array(2)
+  return {
+    set (me, slot, value) {
+      one.writeInt32LE(value)
+      fs.writeSync(fd, one, 0, 4, (me * 2 + slot) * 4)
+    },
+    // Whether `who` has queued a request or is done.
+    ready (who) {
+      fs.readSync(fd, two, 0, 8, who * 8)
+      return two[QUEUED] !== 0 || two[DONE] !== 0
+    },
+    close: () => fs.closeSync(fd)
+  }
+}
+
+// In each process.
+async function proc ({ me, impl, dir, scope }) {
+  if (impl === 'socket') return socketProc({ me, dir })
+  const other = 1 - me
+  let signals = null
+  // proper-lockfile: queued once an attempt found the lock taken.
+  const onBusy = () => signals.set(me, QUEUED, 1)
+  const locks = await open(impl, { dir, scope, onBusy })
+  const nap = new Int32Array(new SharedArrayBuffer(4))
+  let holds = null
+  let k = 0
+  const callback = () => {
+    const entry = hostNs()
+    signals.set(me, QUEUED, 0)
+    // Hold until the other process's next request is queued (or it is
+    // done), 100 ms at most: a few reads (it is usually queued by now),
+    // then 20 µs naps, so as not to keep a CPU from it.
+    const until = entry + HOLD_MS * 1e6
+    for (let reads = 0; !signals.ready(other) && hostNs() < until; reads++) {
+      if (reads >= SPIN_READS) Atomics.wait(nap, 0, 0, 0.02)
+    }
+    holds[k++] = entry
+    holds[k++] = hostNs()
+  }
+  process.on('message', async ({ round, name, n, signals: file }) => {
+    signals = signalsOf(file)
+    holds = new Float64Array(2 * n)
+    k = 0
+    for (let j = 0; j < n; j++) {
+      const p = locks.request(name, callback)
+      if (impl !== 'proper-lockfile') signals.set(me, QUEUED, 1)
+      await p
+    }
+    signals.set(me, DONE, 1)
+    signals.close()
+    process.send({ round, holds: holds.subarray(0, k) })
+  })
+  process.send('ready')
+}
+
+// The floor: process 0 listens on a Unix socket, 1 connects; each 8-byte
+// message carries its send time, and is answered at once.
+async function socketProc ({ me, dir }) {
+  const net = require('net')
+  const file = path.join(dir, 'floor.sock')
+  let socket
+  if (me === 0) {
+    const connected = new Promise((resolve) => net.createServer(resolve).listen(file, () => process.send('ready')))
+    socket = await connected
+  } else {
+    socket = await new Promise((resolve, reject) => {
+      const s = net.connect(file, () => resolve(s))
+      s.once('error', reject)
+    })
+    process.send('ready')
+  }
+  socket.pause()
+  process.on('message', ({ round, n }) => {
+    const latencies = new Float64Array(n)
+    const out = Buffer.alloc(8)
+    let pending = Buffer.alloc(0)
+    let sent = 0
+    let k = 0
+    let first = 0
+    const send = () => {
+      sent++
+      out.writeDoubleLE(hostNs())
+      socket.write(out)
+    }
+    const onData = (chunk) => {
+      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk
+      for (; pending.length >= 8; pending = pending.subarray(8)) {
+        const now = hostNs()
+        latencies[k++] = now - pending.readDoubleLE(0)
+        if (!first) first = now
+        if (sent < n) send()
+      }
+      if (k === n) {
+        socket.off('data', onData)
+        socket.pause()
+        process.send({ round, latencies, span: hostNs() - first })
+      }
+    }
+    socket.on('data', onData)
+    socket.resume()
+    if (me === 0) send()
+  })
+}
+
+function rows (get) {
+  const key = 'scope/handoff'
+  const threads = (metric) => ({ 'process-wide': { key: 'handoff', metric } })
+  const out = []
+  for (const [metric, what] of [['p50', 'latency p50'], ['p99', 'latency p99']]) {
+    out.push(scopeRow(get, { id: `scope.handoff.${metric}`, label: `handoff, ${what} (process-wide: between 2 threads)`, unit: 'ns', key, metric, from: threads(metric) }))
+  }
+  // No rate row: between processes, how fast the holder sees the other's
+  // request queued (its naps) sets the pace, not the handoff. It is in --json.
+  out.push(scopeRow(get, { id: 'scope.handoff.violations', label: 'handoff: mutual-exclusion violations', unit: 'count', better: null, key, metric: 'violations', columns: { 'web-locks': 'web-locks-scope', 'proper-lockfile': 'proper-lockfile' }, from: threads('violations') }))
+  return out
+}
+
+module.exports = {
+  section: 'handoff of one exclusive lock between 2 processes (one way: holder returns -> waiter called; floor: Unix socket)',
+  table: 'scope',
+  points,
+  run,
+  proc,
+  rows,
+  handoffs
+}
