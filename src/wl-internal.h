@@ -129,6 +129,13 @@ typedef struct {
   wl__link_t owners; /* of a shared manager */
 } wl__hdr_t;
 
+/* An open write end of another process's agent's FIFO (wl-wake.c). */
+#define WL__WAKERS 32
+typedef struct {
+  wl_off_t agent;
+  int fd1; /* its descriptor + 1; 0 when none */
+} wl__waker_t;
+
 struct wl_manager_s {
   pthread_mutex_t *mutex; /* the process's own, or in a shared file */
   char *base;             /* the region */
@@ -152,6 +159,7 @@ struct wl_manager_s {
   void *map;
   uint64_t map_size;
   int fd;
+  wl__waker_t wakers[WL__WAKERS]; /* used under the mutex */
 };
 
 #define WL__HDR(m) ((wl__hdr_t *)(m)->base)
@@ -287,6 +295,8 @@ int wl__recover(wl_manager_t *m);
 int wl__wake_open(wl_manager_t *m, wl_off_t agent);
 void wl__wake_close(wl_manager_t *m, wl_off_t agent, int fd);
 void wl__wake(wl_manager_t *m, wl_off_t agent);
+/* Closes the write ends that wl__wake keeps open. */
+void wl__wakers_close(wl_manager_t *m);
 
 /* This process's owner record, under the mutex (wl-live.c). */
 int wl__owner_open(wl_manager_t *m);

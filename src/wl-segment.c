@@ -353,6 +353,7 @@ void wl_segment_close(wl_manager_t *m) {
     wl__owner_close(m);
     wl__unlock(m);
   }
+  wl__wakers_close(m);
   munmap(m->map, m->map_size);
   close(m->probe_fd);
   close(m->fd);

@@ -5,7 +5,13 @@
  * it. Measured on this project's machine: about 3 us one way, no thread of
  * its own, no CPU while idle. A byte written while one is already pending is
  * dropped (EAGAIN on a full FIFO is fine), and a FIFO nobody reads any more
- * (ENXIO: its process is gone) is ignored: the sweep ends its agent. */
+ * (ENXIO: its process is gone) is ignored: the sweep ends its agent.
+ *
+ * The write ends of recently woken agents' FIFOs stay open, so that a
+ * wake-up is one write instead of an open, a write and a close. One whose
+ * FIFO lost its reader (the agent closed, or its process died) fails with
+ * EPIPE and is opened again by name, which finds the FIFO of whichever agent
+ * has that offset now. Writers never see SIGPIPE: Node ignores it. */
 #define _GNU_SOURCE
 
 #include <errno.h>
@@ -54,20 +60,43 @@ void wl__wake_close(wl_manager_t *m, wl_off_t agent, int fd) {
     unlink(path);
 }
 
+/* 0, or -errno; EAGAIN means a byte is pending already, which is all a
+ * wake-up needs. */
+static int wl__ring(int fd) {
+  while (write(fd, "w", 1) < 0) {
+    if (errno != EINTR)
+      return errno == EAGAIN ? 0 : -errno;
+  }
+  return 0;
+}
+
 void wl__wake(wl_manager_t *m, wl_off_t agent) {
+  wl__waker_t *w = &m->wakers[(agent >> 4) % WL__WAKERS];
   char path[WL__PATH_MAX + 32];
   int fd;
 
+  if (w->fd1 != 0 && w->agent == agent && wl__ring(w->fd1 - 1) == 0)
+    return;
   if (wl__fifo_path(m, agent, path, sizeof(path)) != 0)
     return;
   fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     return;
-  /* EAGAIN: a byte is pending already, which is all a wake-up needs. The
-   * reader cannot vanish into a SIGPIPE: Node ignores SIGPIPE. */
-  while (write(fd, "w", 1) < 0 && errno == EINTR)
-    ;
-  close(fd);
+  wl__ring(fd);
+  if (w->fd1 != 0)
+    close(w->fd1 - 1);
+  w->agent = agent;
+  w->fd1 = fd + 1;
+}
+
+void wl__wakers_close(wl_manager_t *m) {
+  size_t i;
+
+  for (i = 0; i < WL__WAKERS; i++) {
+    if (m->wakers[i].fd1 != 0)
+      close(m->wakers[i].fd1 - 1);
+    m->wakers[i].fd1 = 0;
+  }
 }
 
 int wl_agent_wake_fd(const wl_agent_t *agent) { return agent->wake_fd; }

@@ -18,8 +18,11 @@ static void kill_here(const char *point) {
     raise(SIGKILL);
 }
 
+/* And, as Node does, ignore SIGPIPE: a wake-up written to the FIFO of an
+ * agent that is gone fails with EPIPE (wl-wake.c). */
 __attribute__((constructor)) static void install_fault_hook(void) {
   wl__fault_hook = kill_here;
+  signal(SIGPIPE, SIG_IGN);
 }
 
 void tshm_path(char *buf, size_t len, const char *what) {

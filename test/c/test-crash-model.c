@@ -646,7 +646,6 @@ static void test_random_crashes_match_the_model(void) {
 }
 
 int main(void) {
-  signal(SIGPIPE, SIG_IGN);
   RUN(test_random_crashes_match_the_model);
   return 0;
 }

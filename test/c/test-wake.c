@@ -14,13 +14,14 @@
 
 static char path[128];
 
-/* The waiting side: queued behind the parent, asleep until woken. */
-static void waiter(int queued) {
-  wl_manager_t *m = tsegment_open(path, SIZE);
+/* One agent's wait: queued behind the parent, asleep until woken. Returns
+ * its record's offset. */
+static wl_off_t wait_once(wl_manager_t *m, int queued) {
   wl_agent_t a;
   wl_request_t r;
   unsigned events;
   struct pollfd p;
+  wl_off_t off;
 
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tignore_notify));
   ASSERT(wl_agent_wake_fd(&a) >= 0);
@@ -36,7 +37,19 @@ static void waiter(int queued) {
   /* Drained: the descriptor is quiet again. */
   ASSERT_EQ(0, poll(&p, 1, 0));
   ASSERT_EQ(1, wl_release(&r));
+  off = a.off;
   wl_agent_close(&a);
+  return off;
+}
+
+/* The waiting side: twice, with a new agent at the same offset the second
+ * time, whose FIFO is a new one: the parent's open write end of the first
+ * fails and it finds the second by name. */
+static void waiter(int queued) {
+  wl_manager_t *m = tsegment_open(path, SIZE);
+  wl_off_t first = wait_once(m, queued);
+
+  ASSERT_EQ(first, wait_once(m, queued));
   wl_segment_close(m);
   _exit(0);
 }
@@ -60,6 +73,10 @@ static void test_release_wakes_another_process(void) {
     waiter(queued[1]);
   ASSERT_EQ(1, read(queued[0], &byte, 1));
   ASSERT_EQ(1, wl_release(&x));
+  /* Queued behind the waiter's grant, held by the time it queues again. */
+  ASSERT(wl_request(&h, &x, NAME("x"), WL_EXCLUSIVE, 0) >= 0);
+  ASSERT_EQ(1, read(queued[0], &byte, 1));
+  ASSERT_EQ(1, wl_release(&x));
   ASSERT_EQ(pid, waitpid(pid, &status, 0));
   ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   wl_agent_close(&h);
@@ -79,7 +96,6 @@ static void test_local_agents_have_none(void) {
 }
 
 int main(void) {
-  signal(SIGPIPE, SIG_IGN);
   RUN(test_release_wakes_another_process);
   RUN(test_local_agents_have_none);
   return 0;
