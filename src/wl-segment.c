@@ -339,10 +339,16 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
 }
 
 void wl_segment_close(wl_manager_t *m) {
+  /* The sweeper may be waiting for the mutex: it stops first, and the sweep
+   * here answers whatever its watcher asked for since (the kernel wakes one
+   * watcher for a death: this one's, even as it stops). */
+  wl__watch_stop_sweeper(m);
   if (wl__lock(m) == 0) {
     wl__owner_close(m);
+    wl__sweep(m);
     wl__unlock(m);
   }
+  wl__watch_stop(m);
   munmap(m->map, m->map_size);
   close(m->probe_fd);
   close(m->fd);
