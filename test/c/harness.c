@@ -312,29 +312,35 @@ uint64_t tnow_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t tawait_grant(wl_agent_t *agent, wl_request_t *r) {
+uint64_t tawait_grants(wl_agent_t *agent, wl_request_t *const *r, size_t n) {
   struct pollfd p = {wl_agent_wake_fd(agent), POLLIN, 0};
-  uint64_t deadline = tnow_ns() + 5000000000u, now;
+  uint64_t deadline = tnow_ns() + 5000000000u, now = 0;
   wl_request_t *got;
   unsigned events;
-  int granted = 0;
+  size_t granted = 0, i;
 
-  while (!granted) {
+  while (granted < n) {
     now = tnow_ns();
     if (now >= deadline || poll(&p, 1, (int)((deadline - now) / 1000000)) == 0) {
       fflush(stdout);
-      fprintf(stderr, "no grant within 5 s\n");
+      fprintf(stderr, "%zu of %zu grants within 5 s\n", granted, n);
       _Exit(1);
     }
     now = tnow_ns();
     wl_agent_woken(agent);
     while ((got = wl_agent_next(agent, &events)) != NULL) {
-      ASSERT(got == r);
+      for (i = 0; i < n && r[i] != got; i++)
+        ;
+      ASSERT(i < n);
       ASSERT_EQ(WL_EV_GRANTED, events);
-      granted = 1;
+      granted++;
     }
   }
   return now;
+}
+
+uint64_t tawait_grant(wl_agent_t *agent, wl_request_t *r) {
+  return tawait_grants(agent, &r, 1);
 }
 
 /* utime and stime, fields 14 and 15 of a task's stat, after its name. */

@@ -123,6 +123,8 @@ uint64_t tnow_ns(void);
  * r's grant (and nothing else); returns tnow_ns() when it came. Nothing
  * here sweeps: another process's watcher must have. */
 uint64_t tawait_grant(wl_agent_t *agent, wl_request_t *r);
+/* The same for n requests, granted in any order. */
+uint64_t tawait_grants(wl_agent_t *agent, wl_request_t *const *r, size_t n);
 /* The CPU time, in clock ticks, that the threads of process pid (0: this
  * one) named `comm` have used; -1 if it has none. */
 long tthread_ticks(pid_t pid, const char *comm);
