@@ -296,13 +296,14 @@ uint64_t tchild_kill(tchild_t *c) {
 
 void tchild_close(tchild_t *c) { ASSERT_EQ('c', tchild_do(c, 'c')); }
 
-void tchild_reap(tchild_t *c) {
+int tchild_reap(tchild_t *c) {
   int status;
 
   ASSERT_EQ(c->reap, waitpid(c->reap, &status, 0));
   close(c->to);
   close(c->from);
   c->pid = c->reap = -1;
+  return status;
 }
 
 uint64_t tnow_ns(void) {
@@ -343,40 +344,51 @@ uint64_t tawait_grant(wl_agent_t *agent, wl_request_t *r) {
   return tawait_grants(agent, &r, 1);
 }
 
-/* utime and stime, fields 14 and 15 of a task's stat, after its name. */
-static long task_ticks(const char *dir, const char *tid, const char *comm) {
-  char file[300], buf[512];
-  unsigned long utime, stime;
-  FILE *f;
+/* A file of a task (/proc/.../task/<tid>/<what>) into buf. */
+static int task_read(const char *dir, const char *tid, const char *what,
+                     char *buf, size_t len) {
+  char file[300];
   size_t n;
-  char *at;
+  FILE *f;
 
-  snprintf(file, sizeof(file), "%s/%s/comm", dir, tid);
+  snprintf(file, sizeof(file), "%s/%s/%s", dir, tid, what);
   if ((f = fopen(file, "r")) == NULL)
     return -1;
-  n = fread(buf, 1, sizeof(buf) - 1, f);
+  n = fread(buf, 1, len - 1, f);
   fclose(f);
   buf[n] = 0;
-  if (n == 0 || strncmp(buf, comm, strlen(comm)) != 0 || buf[strlen(comm)] != '\n')
-    return -1;
-  snprintf(file, sizeof(file), "%s/%s/stat", dir, tid);
-  if ((f = fopen(file, "r")) == NULL)
-    return -1;
-  n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  at = strrchr(buf, ')');
-  if (at == NULL ||
+  return 0;
+}
+
+/* utime and stime, fields 14 and 15 of its stat, after its name. */
+static long task_ticks(const char *dir, const char *tid) {
+  unsigned long utime, stime;
+  char buf[512], *at;
+
+  if (task_read(dir, tid, "stat", buf, sizeof(buf)) != 0 ||
+      (at = strrchr(buf, ')')) == NULL ||
       sscanf(at + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
              &utime, &stime) != 2)
     return -1;
   return (long)(utime + stime);
 }
 
-long tthread_ticks(pid_t pid, const char *comm) {
-  char dir[64];
+static long task_sleeps(const char *dir, const char *tid) {
+  char buf[4096], *at;
+
+  if (task_read(dir, tid, "status", buf, sizeof(buf)) != 0 ||
+      (at = strstr(buf, "\nvoluntary_ctxt_switches:")) == NULL)
+    return -1;
+  return strtol(at + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);
+}
+
+/* The sum of `count` over the threads of pid named comm, or -1. */
+static long threads_sum(pid_t pid, const char *comm,
+                        long (*count)(const char *, const char *)) {
+  char dir[64], name[64];
   struct dirent *e;
-  long total = -1, t;
+  long total = -1, n;
+  size_t len = strlen(comm);
   DIR *d;
 
   if (pid == 0)
@@ -385,10 +397,21 @@ long tthread_ticks(pid_t pid, const char *comm) {
     snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
   ASSERT((d = opendir(dir)) != NULL);
   while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.' || (t = task_ticks(dir, e->d_name, comm)) < 0)
+    if (e->d_name[0] == '.' ||
+        task_read(dir, e->d_name, "comm", name, sizeof(name)) != 0 ||
+        strncmp(name, comm, len) != 0 || name[len] != '\n' ||
+        (n = count(dir, e->d_name)) < 0)
       continue;
-    total = total < 0 ? t : total + t;
+    total = total < 0 ? n : total + n;
   }
   closedir(d);
   return total;
+}
+
+long tthread_ticks(pid_t pid, const char *comm) {
+  return threads_sum(pid, comm, task_ticks);
+}
+
+long tthread_sleeps(pid_t pid, const char *comm) {
+  return threads_sum(pid, comm, task_sleeps);
 }

@@ -90,7 +90,7 @@ static void test_crash_at_every_point(void) {
   static const char *points[] = {"alloc",          "free",          "hold",
                                  "unhold",         "steal",         "end",
                                  "request-alloc",  "request-name",  "request-queued",
-                                 "request-stole"};
+                                 "request-stole",  "ring"};
   size_t i;
 
   for (i = 0; i < sizeof(points) / sizeof(points[0]); i++)

@@ -112,10 +112,10 @@ void tchild_fork(tchild_t *c, const char *path, uint64_t size,
                  const char *name, int flags, void (*prepare)(void));
 char tchild_do(tchild_t *c, char cmd);
 /* Kills it with SIGKILL, returning when (tnow_ns()), or has it close its
- * manager and exit ('c'); then waits for it to end. */
+ * manager and exit ('c'); then waits for it to end (its wait status). */
 uint64_t tchild_kill(tchild_t *c);
 void tchild_close(tchild_t *c);
-void tchild_reap(tchild_t *c);
+int tchild_reap(tchild_t *c);
 
 /* CLOCK_MONOTONIC, in nanoseconds. */
 uint64_t tnow_ns(void);
@@ -126,8 +126,10 @@ uint64_t tawait_grant(wl_agent_t *agent, wl_request_t *r);
 /* The same for n requests, granted in any order. */
 uint64_t tawait_grants(wl_agent_t *agent, wl_request_t *const *r, size_t n);
 /* The CPU time, in clock ticks, that the threads of process pid (0: this
- * one) named `comm` have used; -1 if it has none. */
+ * one) named `comm` have used, and how often they have slept (voluntary
+ * context switches); -1 if it has none. */
 long tthread_ticks(pid_t pid, const char *comm);
+long tthread_sleeps(pid_t pid, const char *comm);
 
 /* Checks every list and counter of m against its records (check.c): 0, or
  * WL_ECORRUPT after saying what is wrong. */
