@@ -109,6 +109,9 @@ int wl__owner_open(wl_manager_t *m) {
   return 0;
 }
 
+/* Its predecessor watches its successor before its watcher lets go of both
+ * its target and its life word; only then is the record vacant, so the
+ * kernel never marks a record that another owner may take. */
 void wl__owner_close(wl_manager_t *m) {
   struct flock fl;
 

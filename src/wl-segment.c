@@ -8,7 +8,11 @@
  * before trusting it; a file whose creator died before it was ready is
  * initialised again. A file is never trusted for its name alone: it must be
  * a regular file, of this layout, of the size it says, and either ours or
- * opened to us on purpose by its owner's permission bits. */
+ * opened to us on purpose by its owner's permission bits.
+ *
+ * Each open handle is an owner (wl-live.c) with two threads of its own that
+ * notice other owners' deaths (wl-watch.c): joining starts them, closing
+ * stops them. */
 #define _GNU_SOURCE
 
 #include <errno.h>

@@ -110,6 +110,8 @@ typedef struct {
 enum { TCHILD_NEW_PID_NS = 1 };
 void tchild_fork(tchild_t *c, const char *path, uint64_t size,
                  const char *name, int flags, void (*prepare)(void));
+/* Sends a command; returns the answer, or 0 if the child died instead (the
+ * OOM killer, or an armed fault point). */
 char tchild_do(tchild_t *c, char cmd);
 /* Kills it with SIGKILL, returning when (tnow_ns()), or has it close its
  * manager and exit ('c'); then waits for it to end (its wait status). */
