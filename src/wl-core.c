@@ -36,7 +36,7 @@ WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
  * (the handle then refuses every further operation). */
 static int wl__done(wl_manager_t *m, int rc) {
   wl__unlock(m);
-  return m->damaged ? WL_ECORRUPT : rc;
+  return wl__is_damaged(m) ? WL_ECORRUPT : rc;
 }
 
 static uint64_t wl__stamp(wl_manager_t *m) { return ++WL__HDR(m)->stamp; }
@@ -502,7 +502,7 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
                                   units * sizeof(uint16_t) + text + 1);
   if (snap->mem == NULL) {
     wl__unlock(m);
-    return m->damaged ? WL_ECORRUPT : WL_ENOMEM;
+    return wl__is_damaged(m) ? WL_ECORRUPT : WL_ENOMEM;
   }
   held = snap->held = snap->mem;
   pending = snap->pending = held + nheld;

@@ -25,15 +25,23 @@ enum {
   WL__AGENT = 2,
   WL__REQUEST = 3,
   WL__ARRAY = 4,
-  WL__OWNER = 5
+  WL__OWNER = 5,
+  WL__VACANT = 6 /* an owner record no process uses (wl-live.c) */
 };
 
 /* A process that has a shared manager open (wl-live.c). It holds an OFD
  * write lock on one byte of the file, at WL__LIVE_BASE + its record's
- * offset, which the kernel releases when the process dies. */
+ * offset, which the kernel releases when the process dies, once its memory
+ * is torn down. Sooner than that, the kernel marks `life` (a robust futex of
+ * its watcher thread) and wakes the owner that watches it (wl-watch.c).
+ * Other processes' watchers use watch, life and bell without the mutex:
+ * they are read and written with atomics only. */
 typedef struct {
-  wl__link_t link;   /* in the region's owners */
+  wl__link_t link;   /* in the region's owners, or vacant records */
   wl__link_t agents; /* its agents */
+  wl_off_t watch;    /* the owner whose life its watcher watches, or 0 */
+  uint32_t life;     /* its watcher's TID, or FUTEX_OWNER_DIED; 0: none */
+  uint32_t bell;     /* bumped, and woken, whenever watch changes */
 } wl__owner_t;
 
 #define WL__LIVE_BASE ((uint64_t)1 << 48)
@@ -127,6 +135,9 @@ typedef struct {
   wl__link_t idle;
   uint64_t nidle;
   wl__link_t owners; /* of a shared manager */
+  /* Owner records no process uses, kept for owners only: a watcher that
+   * still acts on one it watched writes only into an owner's life word. */
+  wl__link_t vacant;
 } wl__hdr_t;
 
 /* An open write end of another process's agent's FIFO (wl-wake.c). */
@@ -143,7 +154,9 @@ struct wl_manager_s {
    * so that the compiler keeps them in registers across those stores. */
   unsigned long long limit; /* its size, as checked when it was mapped */
   unsigned long long steps; /* limit / 32 + 2: see WL__STEPS */
-  _Bool damaged;            /* an offset pointed outside it */
+  /* An offset pointed outside it. Set under the mutex; read without it
+   * (wl__is_damaged) while other threads may set it, a sweeper's included. */
+  _Bool damaged;
   /* Mapped by other processes too: its offsets are checked. The process's
    * own region is written by this code alone and is not. */
   _Bool shared;
@@ -153,6 +166,7 @@ struct wl_manager_s {
    * their FIFOs (wl-wake.c). */
   wl_off_t self;
   int probe_fd; /* a second open file, to test other owners' locks */
+  struct wl__watch_s *watcher; /* its watcher and sweeper threads */
   unsigned mode; /* its permission bits, for the agents' FIFOs */
   char path[WL__PATH_MAX];
   /* A shared manager's mapping of its file (wl-segment.c). */
@@ -178,6 +192,9 @@ struct wl_manager_s {
 #endif
 
 WL__COLD void *wl__damaged(wl_manager_t *m);
+static inline int wl__is_damaged(wl_manager_t *m) {
+  return __atomic_load_n(&m->damaged, __ATOMIC_RELAXED);
+}
 
 /* One unsigned compare: off in [16, limit - bytes]; a region is always
  * larger than a record plus its block header. */
@@ -282,7 +299,7 @@ WL__COLD int wl__lock_slow(wl_manager_t *m, int rc);
 static inline int wl__lock(wl_manager_t *m) {
   int rc;
 
-  if (WL__UNLIKELY(m->damaged))
+  if (WL__UNLIKELY(wl__is_damaged(m)))
     return WL_ECORRUPT;
   rc = pthread_mutex_lock(m->mutex);
   return WL__UNLIKELY(rc != 0) ? wl__lock_slow(m, rc) : 0;
@@ -298,11 +315,27 @@ void wl__wake(wl_manager_t *m, wl_off_t agent);
 /* Closes the write ends that wl__wake keeps open. */
 void wl__wakers_close(wl_manager_t *m);
 
-/* This process's owner record, under the mutex (wl-live.c). */
+/* This process's owner record, under the mutex (wl-live.c). Opening starts
+ * its watcher (wl__watch_start); closing stops it, so the sweeper must be
+ * stopped first (wl__watch_stop_sweeper, without the mutex). */
 int wl__owner_open(wl_manager_t *m);
 void wl__owner_close(wl_manager_t *m);
 /* Ends, as spec 2.6 says, every agent of every owner that has died. */
 void wl__sweep(wl_manager_t *m);
+
+/* Prompt notice of deaths (wl-watch.c). Starts, under the mutex, the
+ * threads that watch for the owner after `self` to die and sweep then;
+ * `self`'s life holds the watcher's TID when it returns 0. */
+int wl__watch_start(wl_manager_t *m, wl_off_t self);
+/* Stops the sweeper (never under the mutex: it may be waiting for it), then
+ * the watcher, which lets go of its life word; either may run first. */
+void wl__watch_stop_sweeper(wl_manager_t *m);
+void wl__watch_stop(wl_manager_t *m);
+/* Under the mutex: each owner watches the next, the last the first; `all`
+ * rings every bell, after a recovery. */
+void wl__ring(wl_manager_t *m, int all);
+/* Whether an owner's life word says its watcher is gone. */
+int wl__life_ended(wl_manager_t *m, wl_off_t o);
 /* Ends an agent's requests and locks and frees its record (spec 2.6). */
 void wl__close_agent(wl_manager_t *m, wl_off_t a);
 /* Wakes an agent's thread: its notify callback in this process, its FIFO

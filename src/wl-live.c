@@ -5,7 +5,11 @@
  * file at WL__LIVE_BASE + that record's offset, through the file it mapped.
  * A sweep tests every other owner's byte through a second open of the file
  * (an OFD lock never conflicts with its own file description) and ends every
- * agent of an owner whose byte is free, as spec 2.6 ends an agent. */
+ * agent of an owner whose byte is free, as spec 2.6 ends an agent. The byte
+ * is freed only once the dead process's memory is torn down (about 100 ms
+ * per GiB), so an owner whose watcher's life word says it died is dead too:
+ * the kernel marks that word first, and wakes the owner watching it, whose
+ * process then sweeps (wl-watch.c). */
 #define _GNU_SOURCE
 
 #include <errno.h>
@@ -26,7 +30,18 @@ static int wl__live_lock(int fd, int cmd, short type, wl_off_t owner,
   return fcntl(fd, cmd, fl);
 }
 
-/* Ends an owner's agents (spec 2.6), removes their FIFOs, frees it. */
+/* Owner records are never freed: a vacant one waits for the next owner, so
+ * that a watcher still acting on one it watched writes only into an owner's
+ * life word, never into another kind of record (wl-watch.c). */
+static void wl__vacate(wl_manager_t *m, wl_off_t o) {
+  __atomic_store_n(&WL__REC(m, o, wl__owner_t)->watch, 0, __ATOMIC_SEQ_CST);
+  WL__PUBLISH(wl__block(m, o)->kind, WL__VACANT);
+  wl__list_append(m, wl__off_of(m, &WL__HDR(m)->vacant),
+                  AT(o, wl__owner_t, link));
+}
+
+/* Ends an owner's agents (spec 2.6), removes their FIFOs, and takes it out
+ * of the owners. */
 static void wl__end_owner(wl_manager_t *m, wl_off_t o) {
   wl_off_t agents = AT(o, wl__owner_t, agents);
   uint64_t steps = WL__STEPS(m);
@@ -37,32 +52,73 @@ static void wl__end_owner(wl_manager_t *m, wl_off_t o) {
     wl__wake_close(m, a, -1);
   }
   wl__list_remove(m, AT(o, wl__owner_t, link));
-  wl__free(m, o);
+}
+
+/* A vacant record whose byte this process can lock (a dead owner's stays
+ * locked until its memory is torn down), or else a new one: its offset,
+ * its byte locked; or 0, and an error code in *rc. */
+static wl_off_t wl__owner_take(wl_manager_t *m, int *rc) {
+  wl_off_t head = wl__off_of(m, &WL__HDR(m)->vacant);
+  wl_off_t at = WL__LINK(m, head)->next, o;
+  uint64_t steps = WL__STEPS(m);
+  struct flock fl;
+
+  while (at != head && wl__step(m, &steps)) {
+    o = wl__record_of(at, wl__owner_t, link);
+    at = WL__LINK(m, at)->next;
+    if (wl__live_lock(m->fd, F_OFD_SETLK, F_WRLCK, o, &fl) == 0) {
+      wl__list_remove(m, AT(o, wl__owner_t, link));
+      wl__list_init(m, AT(o, wl__owner_t, agents));
+      __atomic_store_n(&WL__REC(m, o, wl__owner_t)->life, 0, __ATOMIC_SEQ_CST);
+      WL__PUBLISH(wl__block(m, o)->kind, WL__OWNER);
+      return o;
+    }
+  }
+  o = wl__alloc(m, WL__OWNER, sizeof(wl__owner_t));
+  if (o == 0) {
+    *rc = WL_ENOMEM;
+    return 0;
+  }
+  wl__list_init(m, AT(o, wl__owner_t, agents));
+  if (wl__live_lock(m->fd, F_OFD_SETLK, F_WRLCK, o, &fl) != 0) {
+    *rc = -errno;
+    wl__vacate(m, o);
+    return 0;
+  }
+  return o;
 }
 
 int wl__owner_open(wl_manager_t *m) {
-  wl__hdr_t *h = WL__HDR(m);
   struct flock fl;
-  wl_off_t o = wl__alloc(m, WL__OWNER, sizeof(wl__owner_t));
+  int rc = 0;
+  wl_off_t o = wl__owner_take(m, &rc);
 
   if (o == 0)
-    return WL_ENOMEM;
-  wl__list_init(m, AT(o, wl__owner_t, agents));
-  /* The byte of a record that was free is free: its last owner is gone. */
-  if (wl__live_lock(m->fd, F_OFD_SETLK, F_WRLCK, o, &fl) != 0) {
-    int rc = -errno;
-    wl__free(m, o);
+    return rc;
+  /* Its watcher holds its life word before it joins the ring: an owner in
+   * the ring whose word says no watcher is dead (wl__sweep). */
+  if ((rc = wl__watch_start(m, o)) != 0) {
+    wl__live_lock(m->fd, F_OFD_SETLK, F_UNLCK, o, &fl);
+    wl__vacate(m, o);
     return rc;
   }
-  wl__list_append(m, wl__off_of(m, &h->owners), AT(o, wl__owner_t, link));
+  wl__list_append(m, wl__off_of(m, &WL__HDR(m)->owners),
+                  AT(o, wl__owner_t, link));
   m->self = o;
+  wl__ring(m, 0);
   return 0;
 }
 
+/* Its predecessor watches its successor before its watcher lets go of both
+ * its target and its life word; only then is the record vacant, so the
+ * kernel never marks a record that another owner may take. */
 void wl__owner_close(wl_manager_t *m) {
   struct flock fl;
 
   wl__end_owner(m, m->self);
+  wl__ring(m, 0);
+  wl__watch_stop(m);
+  wl__vacate(m, m->self);
   wl__live_lock(m->fd, F_OFD_SETLK, F_UNLCK, m->self, &fl);
   m->self = 0;
 }
@@ -76,10 +132,17 @@ static int wl__alive(wl_manager_t *m, wl_off_t o) {
   return fl.l_type != F_UNLCK;
 }
 
+/* Its watcher's life word says so as soon as the process dies; its byte
+ * once the process's memory is torn down. */
+static int wl__dead(wl_manager_t *m, wl_off_t o) {
+  return wl__life_ended(m, o) || !wl__alive(m, o);
+}
+
 void wl__sweep(wl_manager_t *m) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t head = wl__off_of(m, &h->owners), at;
   uint64_t steps = WL__STEPS(m);
+  int ended = 0;
 
   if (m->probe_fd < 0)
     return;
@@ -87,9 +150,14 @@ void wl__sweep(wl_manager_t *m) {
   while (at != head && wl__step(m, &steps)) {
     wl_off_t o = wl__record_of(at, wl__owner_t, link);
     at = WL__LINK(m, at)->next;
-    if (o != m->self && !wl__alive(m, o))
+    if (o != m->self && wl__dead(m, o)) {
       wl__end_owner(m, o);
+      wl__vacate(m, o);
+      ended = 1;
+    }
   }
+  if (ended)
+    wl__ring(m, 0);
 }
 
 int wl_sweep(wl_manager_t *m) {

@@ -4,8 +4,9 @@
  * request and agent records whose fields are consistent, and rebuilds from
  * them everything else (free lists, the table of names, every queue, held
  * list, mailbox and counter), in the order their keys say. Then it processes
- * every queue, since the dead holder may have left grants undone. Every
- * offset it reads is checked against the blocks it found. */
+ * every queue, since the dead holder may have left grants undone, and sets
+ * every owner's watch and rings every bell. Every offset it reads is
+ * checked against the blocks it found. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,7 +58,7 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
     if (h->used - at < sizeof(*b) || b->cls >= WL__NCLASSES)
       return WL_ECORRUPT;
     size = (uint64_t)1 << (b->cls + WL__MIN_SHIFT);
-    if (size > h->used - at || b->kind > WL__OWNER)
+    if (size > h->used - at || b->kind > WL__VACANT)
       return WL_ECORRUPT;
     if (bl->n == cap) {
       size_t ncap = cap ? cap * 2 : 1024;
@@ -235,12 +236,17 @@ int wl__recover(wl_manager_t *m) {
     rc = WL_ENOMEM;
   if (rc != 0)
     goto done;
-  /* What stays: agents, consistent requests, and the names they use. */
+  /* What stays: owners, agents, consistent requests, and the names they
+   * use. */
   wl__list_init(m, wl__off_of(m, &h->owners));
+  wl__list_init(m, wl__off_of(m, &h->vacant));
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__OWNER) {
       wl__list_init(m, AT(bl.recs[i], wl__owner_t, agents));
       wl__list_append(m, wl__off_of(m, &h->owners),
+                      AT(bl.recs[i], wl__owner_t, link));
+    } else if (bl.kinds[i] == WL__VACANT) {
+      wl__list_append(m, wl__off_of(m, &h->vacant),
                       AT(bl.recs[i], wl__owner_t, link));
     }
   }
@@ -326,6 +332,8 @@ int wl__recover(wl_manager_t *m) {
         !wl__list_empty(m, AT(bl.recs[i], wl__agent_t, mail)))
       wl__notify(m, bl.recs[i]);
   }
+  /* The dead process may have been changing who watches whom. */
+  wl__ring(m, 1);
 done:
   free(used);
   free(tmp);

@@ -53,6 +53,7 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
   wl__list_init(m, wl__off_of(m, &h->order));
   wl__list_init(m, wl__off_of(m, &h->idle));
   wl__list_init(m, wl__off_of(m, &h->owners));
+  wl__list_init(m, wl__off_of(m, &h->vacant));
   return 0;
 }
 
@@ -124,7 +125,7 @@ wl__block_t *wl__block(wl_manager_t *m, wl_off_t rec) {
 }
 
 WL__COLD void *wl__damaged(wl_manager_t *m) {
-  m->damaged = 1;
+  __atomic_store_n(&m->damaged, 1, __ATOMIC_RELAXED);
   memset(&m->scratch, 0, sizeof(m->scratch));
   return &m->scratch;
 }

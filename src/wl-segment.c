@@ -8,7 +8,11 @@
  * before trusting it; a file whose creator died before it was ready is
  * initialised again. A file is never trusted for its name alone: it must be
  * a regular file, of this layout, of the size it says, and either ours or
- * opened to us on purpose by its owner's permission bits. */
+ * opened to us on purpose by its owner's permission bits.
+ *
+ * Each open handle is an owner (wl-live.c) with two threads of its own that
+ * notice other owners' deaths (wl-watch.c): joining starts them, closing
+ * stops them. */
 #define _GNU_SOURCE
 
 #include <errno.h>
@@ -349,10 +353,16 @@ int wl_segment_identity(wl_manager_t *m, dev_t *dev, ino_t *ino) {
 }
 
 void wl_segment_close(wl_manager_t *m) {
+  /* The sweeper may be waiting for the mutex: it stops first, and the sweep
+   * here answers whatever its watcher asked for since (the kernel wakes one
+   * watcher for a death: this one's, even as it stops). */
+  wl__watch_stop_sweeper(m);
   if (wl__lock(m) == 0) {
     wl__owner_close(m);
+    wl__sweep(m);
     wl__unlock(m);
   }
+  wl__watch_stop(m);
   wl__wakers_close(m);
   munmap(m->map, m->map_size);
   close(m->probe_fd);

@@ -62,7 +62,7 @@ void wl__wake_close(wl_manager_t *m, wl_off_t agent, int fd) {
 
 /* 0, or -errno; EAGAIN means a byte is pending already, which is all a
  * wake-up needs. */
-static int wl__ring(int fd) {
+static int wl__knock(int fd) {
   while (write(fd, "w", 1) < 0) {
     if (errno != EINTR)
       return errno == EAGAIN ? 0 : -errno;
@@ -75,14 +75,14 @@ void wl__wake(wl_manager_t *m, wl_off_t agent) {
   char path[WL__PATH_MAX + 32];
   int fd;
 
-  if (w->fd1 != 0 && w->agent == agent && wl__ring(w->fd1 - 1) == 0)
+  if (w->fd1 != 0 && w->agent == agent && wl__knock(w->fd1 - 1) == 0)
     return;
   if (wl__fifo_path(m, agent, path, sizeof(path)) != 0)
     return;
   fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     return;
-  wl__ring(fd);
+  wl__knock(fd);
   if (w->fd1 != 0)
     close(w->fd1 - 1);
   w->agent = agent;

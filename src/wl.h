@@ -57,7 +57,7 @@ enum {
 
 /* The layout of a manager's region and records, as written in a shared
  * manager's file: processes share a file only if they agree on it. */
-#define WL_LAYOUT 1
+#define WL_LAYOUT 2
 
 #define WL_CLIENT_ID_MAX 64
 
@@ -112,10 +112,16 @@ wl_manager_t *wl_local(void);
 /* Opens the manager shared through the file at path, creating it (size
  * bytes, a multiple of 4096, with permission bits `mode`) if it does not
  * exist. Returns 0 with *m set, or an error code with a sentence naming the
- * file and what is wrong with it in err (errlen bytes). */
+ * file and what is wrong with it in err (errlen bytes). It starts two
+ * threads, which use no CPU until a process that has the manager open dies
+ * (on Linux 5.16 and later): then one of them ends that process's agents
+ * (wl_sweep), so that the grants this makes reach this process's agents
+ * through their notify callbacks, from that thread. The handle is this
+ * process's: a child of fork() opens its own. */
 int wl_segment_open(const char *path, uint64_t size, unsigned mode,
                     wl_manager_t **m, char *err, size_t errlen);
-/* Ends this process's agents of a shared manager and unmaps it. */
+/* Ends this process's agents of a shared manager, stops its threads and
+ * unmaps it. */
 void wl_segment_close(wl_manager_t *m);
 /* The identity of a shared manager's file, to tell whether a path still
  * names it. Returns 0 or -errno. */
@@ -123,8 +129,9 @@ int wl_segment_identity(wl_manager_t *m, dev_t *dev, ino_t *ino);
 
 /* Ends every agent of every process that has died with the manager open
  * (spec 2.6), so that the requests waiting behind them are granted. Opening
- * a manager and repairing one after a crash sweep too. Returns 0 or an
- * error code. */
+ * a manager, repairing one after a crash, and (on Linux 5.16 and later) the
+ * death of a process that has it open sweep too. Returns 0 or an error
+ * code. */
 int wl_sweep(wl_manager_t *m);
 
 /* Registers an agent with manager m. client_id is copied; at most

@@ -1,6 +1,7 @@
 /* wl__check: every list and counter of a manager against its records, for
- * the tests of crash recovery. Walks are bounded, so a damaged list is
- * reported, never followed forever. */
+ * the tests of crash recovery, under the manager's mutex (a sweeper thread
+ * may be changing them). Walks are bounded, so a damaged list is reported,
+ * never followed forever. */
 #include "test.h"
 
 #define B(m) ((m)->base)
@@ -37,11 +38,56 @@ static long walk(wl_manager_t *m, wl_off_t head, size_t link, int state,
   return WL__LINK(m, head)->prev == prev ? n : -1;
 }
 
+/* Walks the owners (kind WL__OWNER) or vacant records (WL__VACANT),
+ * checking links both ways and, for owners, that each watches the next one,
+ * the last the first (none when alone); returns how many, or -1. */
+static long walk_owners(wl_manager_t *m, wl_off_t head, uint32_t kind) {
+  uint64_t limit = WL__HDR(m)->used / 32 + 2;
+  wl_off_t first = WL__LINK(m, head)->next, at = first, prev = head;
+  long n = 0;
+
+  while (at != head) {
+    wl_off_t o = wl__record_of(at, wl__owner_t, link);
+    wl_off_t next = WL__LINK(m, at)->next;
+    wl_off_t t = next == head ? first : next;
+    t = t == at ? 0 : wl__record_of(t, wl__owner_t, link);
+    if (--limit == 0 || WL__LINK(m, at)->prev != prev ||
+        wl__block(m, o)->kind != kind)
+      return -1;
+    if (kind == WL__OWNER &&
+        __atomic_load_n(&WL__REC(m, o, wl__owner_t)->watch, __ATOMIC_SEQ_CST) != t) {
+      fprintf(stderr, "wl__check: owner %llu watches %llu, not %llu\n",
+              (unsigned long long)o,
+              (unsigned long long)WL__REC(m, o, wl__owner_t)->watch,
+              (unsigned long long)t);
+      return -1;
+    }
+    n++;
+    prev = at;
+    at = next;
+  }
+  return WL__LINK(m, head)->prev == prev ? n : -1;
+}
+
+static int check(wl_manager_t *m);
+
 int wl__check(wl_manager_t *m) {
+  int rc;
+
+  if (wl__lock(m) != 0)
+    return report("the mutex cannot be taken");
+  rc = check(m);
+  wl__unlock(m);
+  return rc;
+}
+
+static int check(wl_manager_t *m) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t order = wl__off_of(m, &h->order), ln, at;
   uint64_t names = 0, idle = 0, limit = h->used / 32 + 2;
-  long listed = 0, records = 0, agents_listed = 0;
+  long listed = 0, records = 0, agents_listed = 0, owners = 0, vacant = 0;
+  long owners_listed = walk_owners(m, wl__off_of(m, &h->owners), WL__OWNER);
+  long vacant_listed = walk_owners(m, wl__off_of(m, &h->vacant), WL__VACANT);
 
   for (ln = WL__LINK(m, order)->next; ln != order;
        ln = WL__LINK(m, ln)->next) {
@@ -73,6 +119,8 @@ int wl__check(wl_manager_t *m) {
        at += (uint64_t)1 << (WL__REC(m, at, wl__block_t)->cls + WL__MIN_SHIFT)) {
     wl_off_t rec = at + sizeof(wl__block_t);
     wl__block_t *b = WL__REC(m, at, wl__block_t);
+    owners += b->kind == WL__OWNER;
+    vacant += b->kind == WL__VACANT;
     if (b->kind == WL__REQUEST &&
         (REQ(m, rec)->state == WL__QUEUED || REQ(m, rec)->state == WL__HELD))
       records++;
@@ -93,5 +141,9 @@ int wl__check(wl_manager_t *m) {
   }
   if (records != listed || records != agents_listed)
     return report("queued and held records disagree with the lists");
+  if (owners_listed < 0 || vacant_listed < 0)
+    return report("the owners' ring or the vacant records' list is damaged");
+  if (owners != owners_listed || vacant != vacant_listed)
+    return report("owner records disagree with the owners' and vacant lists");
   return 0;
 }

@@ -87,6 +87,51 @@ void tshm_path(char *buf, size_t len, const char *what);
 wl_manager_t *tsegment_open(const char *path, uint64_t size);
 void tignore_notify(wl_agent_t *agent);
 void tkill_at(const char *point);
+/* A notify callback that wakes the agent through its wake descriptor, as
+ * other processes do: for an agent whose grants may come from this
+ * process's own sweeper thread. */
+void tfifo_notify(wl_agent_t *agent);
+
+/* A child process that joins a shared manager when told. It is forked
+ * before the test's process starts threads (TSan cannot follow a child that
+ * starts threads after a fork of a process with threads), runs `prepare`
+ * (if any) first, and then answers each command with a byte:
+ *   'b' touches 1 GiB of memory: 'b', or 'n' if it cannot be allocated;
+ *   'o' opens the manager at path and holds `name` exclusively: 'o';
+ *   'R' arms the fault point "ring" (tkill_at): 'R';
+ *   'c' releases its lock, closes its agent and the manager: 'c', and exits.
+ * With TCHILD_NEW_PID_NS it runs as pid 1 of a pid namespace of its own
+ * (root only); pid is its pid as seen from here. */
+typedef struct {
+  pid_t pid;
+  pid_t reap; /* the child to wait for: pid, or the namespace's parent */
+  int to, from;
+} tchild_t;
+enum { TCHILD_NEW_PID_NS = 1 };
+void tchild_fork(tchild_t *c, const char *path, uint64_t size,
+                 const char *name, int flags, void (*prepare)(void));
+/* Sends a command; returns the answer, or 0 if the child died instead (the
+ * OOM killer, or an armed fault point). */
+char tchild_do(tchild_t *c, char cmd);
+/* Kills it with SIGKILL, returning when (tnow_ns()), or has it close its
+ * manager and exit ('c'); then waits for it to end (its wait status). */
+uint64_t tchild_kill(tchild_t *c);
+void tchild_close(tchild_t *c);
+int tchild_reap(tchild_t *c);
+
+/* CLOCK_MONOTONIC, in nanoseconds. */
+uint64_t tnow_ns(void);
+/* Waits, 5 s at most, for the agent's wake descriptor until its mail holds
+ * r's grant (and nothing else); returns tnow_ns() when it came. Nothing
+ * here sweeps: another process's watcher must have. */
+uint64_t tawait_grant(wl_agent_t *agent, wl_request_t *r);
+/* The same for n requests, granted in any order. */
+uint64_t tawait_grants(wl_agent_t *agent, wl_request_t *const *r, size_t n);
+/* The CPU time, in clock ticks, that the threads of process pid (0: this
+ * one) named `comm` have used, and how often they have slept (voluntary
+ * context switches); -1 if it has none. */
+long tthread_ticks(pid_t pid, const char *comm);
+long tthread_sleeps(pid_t pid, const char *comm);
 
 /* Checks every list and counter of m against its records (check.c): 0, or
  * WL_ECORRUPT after saying what is wrong. */

@@ -1,0 +1,301 @@
+/* Prompt notice of a process's death, without polling. The kernel releases
+ * a dead process's OFD lock (its proof of life, wl-live.c) only once its
+ * memory is torn down, about 100 ms per GiB; a robust futex it marks first,
+ * as each thread exits. So each process with a shared manager open runs a
+ * watcher thread whose own kernel robust list holds one entry: its owner
+ * record's life word, holding the thread's TID. However the process dies,
+ * the kernel then sets FUTEX_OWNER_DIED in that word and wakes one thread
+ * waiting on it (if FUTEX_WAITERS is set).
+ *
+ * Owners watch each other in a ring: each owner's watcher waits on the life
+ * word of the owner after it (wl__ring). When that owner dies, the watcher
+ * asks its process's sweeper thread to sweep, which ends the dead owner's
+ * agents (wl__sweep) and mends the ring.
+ *
+ * A watcher waits with futex_waitv on two words at once: its own bell, which
+ * whoever changes its target rings, and its target's life. A FUTEX_WAIT on
+ * the life word alone can sleep through a change of target: the watcher,
+ * between its last look at its bell and its wait, may find the old target's
+ * word back at the value it expects (clearing FUTEX_WAITERS does not help:
+ * that target's new watcher sets it again), and then sleeps there however
+ * often its bell rings, while its new target goes unwatched. Waiting on both
+ * words, the kernel compares both as it queues the watcher: a bell bumped
+ * before the wait makes it return at once, one bumped after wakes it. So the
+ * old target's word needs no change when it loses its watcher. Kernels
+ * before 5.16 have no futex_waitv: there the watcher waits on its bell only
+ * and deaths are found as before, when a process opens the manager,
+ * recovers it or calls wl_sweep.
+ *
+ * The watcher takes no lock: its robust list is not glibc's, so a robust
+ * mutex (the manager's) that it died holding would never be marked. It
+ * reads its own record and other owners' life words with atomics only. */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "wl-internal.h"
+
+#ifndef FUTEX2_SIZE_U32
+#define FUTEX2_SIZE_U32 0x02
+#endif
+
+#define SEQ __ATOMIC_SEQ_CST
+#define OWNER(m, off) WL__REC(m, off, wl__owner_t)
+
+typedef struct wl__watch_s wl__watch_t;
+
+struct wl__watch_s {
+  wl_manager_t *m;
+  wl__owner_t *self; /* this process's owner record */
+  pthread_t watcher, sweeper;
+  int swept;      /* the sweeper has been joined */
+  uint32_t ready; /* the watcher holds its life word, or failed (rc) */
+  int rc;
+  uint32_t stop; /* the watcher's */
+  uint32_t done; /* the sweeper's */
+  uint32_t asks; /* sweeps asked for, counted; a process-private futex */
+  /* The watcher's kernel robust list, while it watches. */
+  struct robust_list_head head;
+  struct robust_list entry;
+};
+
+/* struct futex_waitv (Linux 5.16), whatever the headers have. */
+typedef struct {
+  uint64_t val;
+  uint64_t uaddr;
+  uint32_t flags;
+  uint32_t reserved;
+} wl__waitv_t;
+
+/* Futexes in the region are shared with other processes: no
+ * FUTEX_PRIVATE_FLAG. */
+static long wl__futex(uint32_t *word, int op, uint32_t val) {
+  return syscall(SYS_futex, word, op, val, NULL, NULL, 0);
+}
+
+static void wl__wake_all(uint32_t *word) { wl__futex(word, FUTEX_WAKE, INT_MAX); }
+
+/* Sleeps until either word is not its value or is woken: the index of the
+ * word that woke it, or -errno. */
+static int wl__wait2(uint32_t *a, uint32_t va, uint32_t *b, uint32_t vb) {
+#ifdef SYS_futex_waitv
+  wl__waitv_t w[2] = {{va, (uintptr_t)a, FUTEX2_SIZE_U32, 0},
+                      {vb, (uintptr_t)b, FUTEX2_SIZE_U32, 0}};
+  long rc = syscall(SYS_futex_waitv, w, 2, 0, NULL, 0);
+  return rc < 0 ? -errno : (int)rc;
+#else
+  (void)a, (void)va, (void)b, (void)vb;
+  return -ENOSYS;
+#endif
+}
+
+/* A watcher that died (the kernel cleared its TID and set
+ * FUTEX_OWNER_DIED), stopped, or never started. */
+static int wl__ended(uint32_t life) { return (life & FUTEX_TID_MASK) == 0; }
+
+int wl__life_ended(wl_manager_t *m, wl_off_t o) {
+  return wl__ended(__atomic_load_n(&OWNER(m, o)->life, SEQ));
+}
+
+/* Walks the owners backwards, so that an owner's new target gets its new
+ * watcher before its old watcher lets go of it: a process killed between
+ * two steps leaves every live owner watched (the one it was adding may go
+ * unwatched: it dies with the killed process, which holds the mutex, and
+ * the next to take it mends the ring, wl__recover). */
+void wl__ring(wl_manager_t *m, int all) {
+  wl_off_t head = wl__off_of(m, &WL__HDR(m)->owners);
+  wl_off_t first = WL__LINK(m, head)->next, at = WL__LINK(m, head)->prev;
+  uint64_t steps = WL__STEPS(m);
+
+  while (at != head && wl__step(m, &steps)) {
+    wl_off_t next = WL__LINK(m, at)->next;
+    wl__owner_t *o = OWNER(m, wl__record_of(at, wl__owner_t, link));
+    wl_off_t t = next == head ? first : next;
+
+    t = t == at ? 0 : wl__record_of(t, wl__owner_t, link);
+    if (all || __atomic_load_n(&o->watch, SEQ) != t) {
+      __atomic_store_n(&o->watch, t, SEQ);
+      __atomic_fetch_add(&o->bell, 1, SEQ);
+      wl__wake_all(&o->bell);
+      WL__FAULT("ring");
+    }
+    at = WL__LINK(m, at)->prev;
+  }
+}
+
+/* The life word of the owner at t, an offset read from the region without
+ * the mutex: NULL for none or for one outside the region (whoever holds the
+ * mutex reports the damage; the watcher just waits for its bell). */
+static uint32_t *wl__life_at(const wl__watch_t *w, wl_off_t t) {
+  if (t % 8 != 0 || t < sizeof(wl__block_t) ||
+      t > w->m->limit - sizeof(wl__owner_t))
+    return NULL;
+  return &((wl__owner_t *)(w->m->base + t))->life;
+}
+
+static void wl__ask(wl__watch_t *w) {
+  __atomic_fetch_add(&w->asks, 1, SEQ);
+  wl__futex(&w->asks, FUTEX_WAKE_PRIVATE, 1);
+}
+
+/* No wake-up is lost: whoever changes the target stores `watch`, then bumps
+ * the bell, then wakes it; the loop reads the bell before `watch`, and the
+ * kernel compares the bell with what the loop read as it queues the wait. */
+static void wl__watch_loop(wl__watch_t *w) {
+  uint32_t *bell = &w->self->bell;
+  int paired = 1; /* futex_waitv works */
+
+  for (;;) {
+    uint32_t b = __atomic_load_n(bell, SEQ), v;
+    uint32_t *life;
+    int rc;
+
+    if (__atomic_load_n(&w->stop, SEQ))
+      return;
+    life = wl__life_at(w, __atomic_load_n(&w->self->watch, SEQ));
+    if (life == NULL || !paired) {
+      wl__futex(bell, FUTEX_WAIT, b);
+      continue;
+    }
+    v = __atomic_fetch_or(life, FUTEX_WAITERS, SEQ);
+    if (wl__ended(v)) {
+      /* The sweep mends the ring, which rings the bell. */
+      wl__ask(w);
+      wl__futex(bell, FUTEX_WAIT, b);
+      continue;
+    }
+    rc = wl__wait2(bell, b, life, v | FUTEX_WAITERS);
+    if (rc < 0 && rc != -EAGAIN && rc != -EINTR)
+      paired = 0;
+    else if (rc == 1 && wl__ended(__atomic_load_n(life, SEQ)))
+      /* The kernel wakes one waiter for a death: this one, whose bell may
+       * have rung meanwhile, reports it all the same. */
+      wl__ask(w);
+  }
+}
+
+static void wl__ready(wl__watch_t *w, int rc) {
+  w->rc = rc;
+  __atomic_store_n(&w->ready, 1, SEQ);
+  wl__futex(&w->ready, FUTEX_WAKE_PRIVATE, 1);
+}
+
+static void *wl__watcher_main(void *arg) {
+  wl__watch_t *w = arg;
+  uint32_t *life = &w->self->life, v;
+  struct robust_list_head *glibc;
+  size_t len;
+
+  pthread_setname_np(pthread_self(), "wl-watch");
+  w->entry.next = &w->head.list;
+  w->head.list.next = &w->entry;
+  w->head.futex_offset = (long)((uintptr_t)life - (uintptr_t)&w->entry);
+  w->head.list_op_pending = NULL;
+  /* glibc's list comes back before the thread exits, as glibc expects. */
+  if (syscall(SYS_get_robust_list, 0, &glibc, &len) != 0 ||
+      syscall(SYS_set_robust_list, &w->head, sizeof(w->head)) != 0) {
+    wl__ready(w, -errno);
+    return NULL;
+  }
+  /* Keeps the FUTEX_WAITERS of a watcher already waiting on the word (a
+   * stale one: the record is not in the ring yet), and wakes it. */
+  v = __atomic_load_n(life, SEQ);
+  while (!__atomic_compare_exchange_n(
+      life, &v, (uint32_t)syscall(SYS_gettid) | (v & FUTEX_WAITERS), 0, SEQ,
+      SEQ))
+    ;
+  wl__wake_all(life);
+  wl__ready(w, 0);
+  wl__watch_loop(w);
+  /* Cleared before the list goes: a process killed in between leaves a word
+   * that says its watcher is gone, which the kernel then leaves alone. */
+  __atomic_store_n(life, 0, SEQ);
+  wl__wake_all(life);
+  syscall(SYS_set_robust_list, glibc, len);
+  return NULL;
+}
+
+static void *wl__sweeper_main(void *arg) {
+  wl__watch_t *w = arg;
+  uint32_t seen = 0;
+
+  pthread_setname_np(pthread_self(), "wl-sweep");
+  for (;;) {
+    uint32_t asks = __atomic_load_n(&w->asks, SEQ);
+    if (__atomic_load_n(&w->done, SEQ))
+      return NULL;
+    if (asks == seen) {
+      wl__futex(&w->asks, FUTEX_WAIT_PRIVATE, seen);
+      continue;
+    }
+    /* Asks that came meanwhile are answered by this one sweep. */
+    seen = asks;
+    wl_sweep(w->m);
+  }
+}
+
+int wl__watch_start(wl_manager_t *m, wl_off_t self) {
+  wl__watch_t *w = calloc(1, sizeof(*w));
+  sigset_t all, old;
+  int rc;
+
+  if (w == NULL)
+    return WL_ENOMEM;
+  w->m = m;
+  w->self = OWNER(m, self);
+  /* The process's signals go to its own threads, never to these. */
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  rc = pthread_create(&w->sweeper, NULL, wl__sweeper_main, w);
+  if (rc == 0) {
+    m->watcher = w;
+    rc = pthread_create(&w->watcher, NULL, wl__watcher_main, w);
+    if (rc != 0)
+      wl__watch_stop_sweeper(m); /* never asked: not waiting for the mutex */
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    m->watcher = NULL;
+    free(w);
+    return -rc;
+  }
+  /* The watcher takes no lock: waiting for it under the mutex is safe. */
+  while (!__atomic_load_n(&w->ready, SEQ))
+    wl__futex(&w->ready, FUTEX_WAIT_PRIVATE, 0);
+  rc = w->rc;
+  if (rc != 0)
+    wl__watch_stop(m);
+  return rc;
+}
+
+void wl__watch_stop_sweeper(wl_manager_t *m) {
+  wl__watch_t *w = m->watcher;
+
+  if (w == NULL || w->swept)
+    return;
+  __atomic_store_n(&w->done, 1, SEQ);
+  __atomic_fetch_add(&w->asks, 1, SEQ);
+  wl__futex(&w->asks, FUTEX_WAKE_PRIVATE, 1);
+  pthread_join(w->sweeper, NULL);
+  w->swept = 1;
+}
+
+void wl__watch_stop(wl_manager_t *m) {
+  wl__watch_t *w = m->watcher;
+
+  if (w == NULL)
+    return;
+  wl__watch_stop_sweeper(m);
+  __atomic_store_n(&w->stop, 1, SEQ);
+  __atomic_fetch_add(&w->self->bell, 1, SEQ);
+  wl__wake_all(&w->self->bell);
+  pthread_join(w->watcher, NULL);
+  free(w);
+  m->watcher = NULL;
+}
