@@ -63,7 +63,7 @@ async function main () {
   let leader = await first
   for (let round = 1; round < WORKERS; round++) {
     const { held, pending } = await locks.query()
-    console.log(`leader: process ${leader} (${held.length} lock held, ${pending.length} processes waiting)`)
+    console.log(`leader: process ${leader} (${held.length} lock held, ${pending.length} waiting)`)
     const elected = nextLeader()
     const start = process.hrtime.bigint()
     process.kill(leader, 'SIGKILL')

@@ -328,6 +328,36 @@ function only(snapshot, name) {
       await h.done;
     });
 
+    it('a process killed with SIGKILL releases its locks and leaves its queues; the next in line is granted', async function () {
+      const name = uniq('kill');
+      const holder = await spawnProcessAgent({ scope, dir });
+      const waiter = await spawnProcessAgent({ scope, dir });
+      const id = await holder.request(name);
+      await holder.granted(id);
+      const queued = await holder.request(name, { mode: 'shared' });
+      const w = await waiter.request(name, { mode: 'shared' });
+      const p = m.request(name, { mode: 'shared' }, (lock) => lock.mode);
+      assert.deepEqual(only(await m.query(), name).pending.map((i) => i.mode), ['shared', 'shared', 'shared']);
+      assert.equal(holder.isGranted(queued), false);
+      await holder.terminate();
+      assert.equal(await p, 'shared');
+      await waiter.granted(w);
+      assert.deepEqual(only(await m.query(), name).pending, []);
+      waiter.release(w);
+      await waiter.settled(w);
+    });
+
+    it('a process that dies of an uncaught exception releases its locks', async function () {
+      const name = uniq('throw');
+      const child = await spawnProcessAgent({ scope, dir });
+      const id = await child.request(name);
+      await child.granted(id);
+      const p = m.request(name, (lock) => lock.name);
+      child.post({ cmd: 'throw', message: 'boom' });
+      assert.equal(await child.exited, 1);
+      assert.equal(await p, name);
+    });
+
     it('a process that exits releases its locks and leaves its queues', async function () {
       const name = uniq('exit');
       const child = await spawnProcessAgent({ scope, dir });
@@ -343,6 +373,23 @@ function only(snapshot, name) {
       assert.deepEqual(only(await m.query(), `${name}-2`).pending, []);
       h.release();
       await h.done;
+    });
+
+    it('an agent in another pid namespace shares the scope', async function () {
+      if (process.getuid() !== 0) this.skip();
+      const name = uniq('pidns');
+      const child = await spawnProcessAgent({ scope, dir }, ['unshare', '--pid', '--fork', '--kill-child']);
+      const id = await child.request(name);
+      await child.granted(id);
+      const p = m.request(name, () => 'here');
+      assert.equal(only(await m.query(), name).pending.length, 1);
+      child.release(id);
+      assert.equal(await p, 'here');
+      const id2 = await child.request(name);
+      await child.granted(id2);
+      const q = m.request(name, () => 'after the kill');
+      await child.terminate();
+      assert.equal(await q, 'after the kill');
     });
 
     it('worker threads that open the scope are agents of it, each with its own clientId', async function () {
