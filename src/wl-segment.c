@@ -35,9 +35,17 @@
 
 /* What a process must agree on to share a file: the layout of the records
  * and of the mutex. */
+#if defined(__GLIBC__)
+#define WL__LIBC 1u
+#else
+#define WL__LIBC 2u
+#endif
+/* The C library too: glibc's and musl's mutexes are the same size on x86-64
+ * but keep their futex word in different places (containers of both may
+ * share /dev/shm). */
 #define WL__ABI                                                                \
   ((uint32_t)sizeof(pthread_mutex_t) | ((uint32_t)sizeof(void *) << 8) |       \
-   ((uint32_t)sizeof(wl__req_t) << 16))
+   ((uint32_t)sizeof(wl__req_t) << 16) | (WL__LIBC << 24))
 
 typedef struct {
   char magic[8];
@@ -106,8 +114,8 @@ static int wl__check_header(const char *path, const wl__seg_t *seg,
                     path, seg->layout, WL_LAYOUT);
   if (seg->abi != WL__ABI)
     return wl__fail(err, errlen, WL_ELAYOUT,
-                    "%s was made for another machine architecture (ABI "
-                    "%#x, this process has %#x)",
+                    "%s was made for another machine architecture or C "
+                    "library (ABI %#x, this process has %#x)",
                     path, seg->abi, WL__ABI);
   if (seg->size != file_size || seg->region_off != WL__PAGE ||
       file_size < 2 * WL__PAGE)

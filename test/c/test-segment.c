@@ -169,6 +169,20 @@ static void test_bad_files(void) {
   expect_open_fails(WL_ELAYOUT, "has web-locks layout 3; this version of "
                                 "web-locks uses layout 2");
 
+  /* The ABI word (offset 12): the same sizes under another C library. */
+  unlink(path);
+  m = tsegment_open(path, SIZE);
+  wl_segment_close(m);
+  {
+    uint32_t abi;
+    int fd = open(path, O_RDONLY);
+    ASSERT_EQ(sizeof(abi), pread(fd, &abi, sizeof(abi), 12));
+    close(fd);
+    abi ^= 3u << 24;
+    patch(12, &abi, sizeof(abi));
+  }
+  expect_open_fails(WL_ELAYOUT, "another machine architecture or C library");
+
   unlink(path);
   m = tsegment_open(path, SIZE);
   wl_segment_close(m);
