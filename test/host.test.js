@@ -136,6 +136,20 @@ function only(snapshot, name) {
       await assert.rejects(openLockManager('link', { dir }), (err) => err.code === 'ELOOP' && err.message.includes('web-locks.link'));
     });
 
+    it('refuses a file of another layout with an error that names both layouts', async function () {
+      await (await open('layout')).close();
+      const file = path.join(dir, 'web-locks.layout');
+      const fd = fs.openSync(file, 'r+');
+      const layout = Buffer.alloc(4);
+      fs.readSync(fd, layout, 0, 4, 8);
+      const ours = layout.readUInt32LE(0);
+      layout.writeUInt32LE(ours + 7, 0);
+      fs.writeSync(fd, layout, 0, 4, 8);
+      fs.closeSync(fd);
+      await assert.rejects(openLockManager('layout', { dir }), (err) => err.code === 'ELAYOUT' &&
+        err.message.includes(file) && err.message.includes(`layout ${ours + 7}`) && err.message.includes(`layout ${ours}`));
+    });
+
     it('refuses a file of another user unless its mode opens it on purpose', async function () {
       if (process.getuid() !== 0) this.skip();
       const shared = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-users-'));
@@ -390,6 +404,27 @@ function only(snapshot, name) {
       const q = m.request(name, () => 'after the kill');
       await child.terminate();
       assert.equal(await q, 'after the kill');
+    });
+
+    it('a process waiting for a lock held elsewhere uses no CPU', async function () {
+      const name = uniq('idle');
+      const h = holdOn(m, name);
+      await h.granted;
+      const child = await spawnProcessAgent({ scope, dir });
+      const id = await child.request(name);
+      // utime + stime of the child, in clock ticks (/proc/<pid>/stat).
+      const ticks = () => {
+        const stat = fs.readFileSync(`/proc/${child.child.pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return Number(fields[11]) + Number(fields[12]);
+      };
+      const before = ticks();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      assert.ok(ticks() - before <= 2, `${ticks() - before} ticks in 500 ms`);
+      h.release();
+      await child.granted(id);
+      child.release(id);
+      await child.settled(id);
     });
 
     it('worker threads that open the scope are agents of it, each with its own clientId', async function () {
