@@ -6,6 +6,10 @@
  * list, mailbox and counter), in the order their keys say. Then it processes
  * every queue, since the dead holder may have left grants undone. Every
  * offset it reads is checked against the blocks it found. */
+/* pthread_mutex_consistent is POSIX 2008. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -292,19 +296,19 @@ int wl__recover(wl_manager_t *m) {
       goto done;
     }
     name->hash = wl__hash(m, units, (size_t)name->len);
-    if (wl__names_link(m, names[i]) != 0) {
+    if (wl__shared_ops.names_link(m, names[i]) != 0) {
       rc = WL_ENOMEM;
       goto done;
     }
   }
   wl__relink(m, tmp, reqs, nreqs);
   for (i = 0; i < nnames; i++)
-    wl__process(m, names[i]);
+    wl__shared_ops.process(m, names[i]);
   /* An agent without a live owner record is gone with its process. */
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__AGENT &&
         !wl__linked(m, AT(bl.recs[i], wl__agent_t, olink)))
-      wl__close_agent(m, bl.recs[i]);
+      wl__shared_ops.close_agent(m, bl.recs[i]);
   }
 done:
   free(used);
@@ -313,5 +317,18 @@ done:
   free(names);
   free(bl.recs);
   free(bl.kinds);
+  return rc;
+}
+
+/* The mutex's last holder died inside an algorithm: repair, then go on. */
+WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
+  if (rc != EOWNERDEAD)
+    return WL_ECORRUPT;
+  rc = wl__recover(m);
+  pthread_mutex_consistent(m->mutex);
+  if (rc == 0)
+    wl__sweep(m);
+  else
+    wl__unlock(m);
   return rc;
 }
