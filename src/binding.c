@@ -12,6 +12,7 @@
 /* uv.h needs the POSIX types that strict C11 hides. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,7 @@ typedef struct {
   uint32_t free_head; /* id + 1 of the first free slot, 0 if none */
   size_t waiting;     /* requests not yet granted: they keep the loop alive */
   wlb_req_t *spare;   /* request structs to reuse, linked by req.data */
+  pthread_t thread;   /* the thread whose agent this is */
 } wlb_thread_t;
 
 static void wlb__throw_last(napi_env env) {
@@ -79,14 +81,6 @@ static void wlb__throw_last(napi_env env) {
     napi_throw_error(env, NULL, info->error_message);
   else
     napi_throw_error(env, NULL, "web-locks: Node-API call failed");
-}
-
-static wlb_thread_t *wlb__thread(napi_env env) {
-  void *data = NULL;
-
-  if (napi_get_instance_data(env, &data) != napi_ok)
-    return NULL;
-  return data;
 }
 
 static int wlb__slot_alloc(wlb_thread_t *t, wlb_req_t *r) {
@@ -164,7 +158,7 @@ static void wlb__wake_self(wlb_thread_t *t) {
 static void wlb__notify(wl_agent_t *agent) {
   wlb_thread_t *t = agent->data;
 
-  if (t == wlb__self)
+  if (pthread_equal(pthread_self(), t->thread))
     wlb__wake_self(t);
   else
     uv_async_send(&t->async);
@@ -289,18 +283,17 @@ static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
   wlb__close_handles(t);
 }
 
-/* Gets the n arguments of an internal call and this thread's state. Returns
- * 0, or 1 with an exception pending. */
+/* Gets the n arguments of an internal call and this thread's state (each
+ * function's data). Returns 0, or 1 with an exception pending. */
 static int wlb__args(napi_env env, napi_callback_info info, size_t n,
                      napi_value *argv, wlb_thread_t **t) {
   size_t argc = n;
 
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)t) != napi_ok) {
     wlb__throw_last(env);
     return 1;
   }
-  *t = wlb__thread(env);
-  if (*t == NULL || argc < n) {
+  if (argc < n) {
     napi_throw_type_error(env, NULL, "web-locks: bad internal call");
     return 1;
   }
@@ -564,13 +557,14 @@ static napi_value wlb_query(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static napi_value wlb__define(napi_env env, napi_value exports) {
+static napi_value wlb__define(napi_env env, napi_value exports,
+                              wlb_thread_t *t) {
   napi_property_descriptor props[] = {
-      {"setup", NULL, wlb_setup, NULL, NULL, NULL, napi_default, NULL},
-      {"request", NULL, wlb_request, NULL, NULL, NULL, napi_default, NULL},
-      {"release", NULL, wlb_release, NULL, NULL, NULL, napi_default, NULL},
-      {"abort", NULL, wlb_abort, NULL, NULL, NULL, napi_default, NULL},
-      {"query", NULL, wlb_query, NULL, NULL, NULL, napi_default, NULL},
+      {"setup", NULL, wlb_setup, NULL, NULL, NULL, napi_default, t},
+      {"request", NULL, wlb_request, NULL, NULL, NULL, napi_default, t},
+      {"release", NULL, wlb_release, NULL, NULL, NULL, napi_default, t},
+      {"abort", NULL, wlb_abort, NULL, NULL, NULL, napi_default, t},
+      {"query", NULL, wlb_query, NULL, NULL, NULL, napi_default, t},
   };
 
   WLB_CALL(env, napi_define_properties(env, exports,
@@ -591,8 +585,6 @@ NAPI_MODULE_INIT() {
     WLB_CALL(env, napi_get_reference_value(t->env, t->exports, &existing));
     return existing;
   }
-  if (wlb__define(env, exports) == NULL)
-    return NULL;
   WLB_CALL(env, napi_get_uv_event_loop(env, &loop));
   WLB_CALL(env, napi_create_object(env, &resource));
   WLB_CALL(env, napi_create_string_latin1(env, "WebLocks", NAPI_AUTO_LENGTH,
@@ -601,6 +593,7 @@ NAPI_MODULE_INIT() {
   if (t == NULL)
     return wlb__throw_code(env, WL_ENOMEM);
   t->env = env;
+  t->thread = pthread_self();
   if (napi_create_reference(env, exports, 1, &t->exports) != napi_ok) {
     free(t);
     wlb__throw_last(env);
@@ -625,9 +618,8 @@ NAPI_MODULE_INIT() {
   uv_unref((uv_handle_t *)&t->async);
   wlb__self = t;
   if (napi_add_async_cleanup_hook(env, wlb__teardown, t, &t->hook) == napi_ok) {
-    if (napi_set_instance_data(env, t, NULL, NULL) == napi_ok)
+    if (wlb__define(env, exports, t) != NULL)
       return exports;
-    wlb__throw_last(env);
     if (napi_remove_async_cleanup_hook(t->hook) != napi_ok)
       return NULL; /* the hook will still run and free t */
   } else {
