@@ -83,7 +83,6 @@ class LockRequest {
   id = -1
   name
   options
-  mode
   callback
   resolve = undefined
   reject = undefined
@@ -95,7 +94,6 @@ class LockRequest {
   constructor (name, options, callback) {
     this.name = name
     this.options = options
-    this.mode = options.mode
     this.callback = callback
   }
 
@@ -104,11 +102,11 @@ class LockRequest {
     if (events & EV_GRANTED) {
       this.held = true
       this.grant = undefined
-      grant()
+      grant(this)
     } else if (events & EV_UNAVAILABLE) {
       requests[this.id] = undefined
       this.grant = undefined
-      grant()
+      grant(this)
     }
     // After the grant: its callback is queued first, as in the spec.
     if (events & EV_STOLEN) this.settle(false, stolenError(), STOLEN)
@@ -129,11 +127,11 @@ class LockRequest {
       }
     }
     const channel = this.held ? grantChannel : missChannel
-    if (channel.hasSubscribers) channel.publish(this.diagnostics || { name: this.name, mode: this.mode })
+    if (channel.hasSubscribers) channel.publish(this.diagnostics || { name: this.name, mode: this.options.mode })
     const callback = this.callback
     let result
     try {
-      result = callback(this.held ? new Lock(kToken, this.name, this.mode) : null)
+      result = callback(this.held ? new Lock(kToken, this.name, this.options.mode) : null)
     } catch (error) {
       // As a rejected waiting promise: released in a microtask, after those
       // the callback queued.
@@ -146,8 +144,10 @@ class LockRequest {
   // The spec's "resolve waiting with r", and the release upon its
   // settlement: r's then is read once and a thenable is adopted; a plain
   // value releases in a microtask, after those the callback queued. A native
-  // promise is adopted with one reaction, without the wrapper promise of
-  // new Promise((resolve) => resolve(r)).
+  // promise is adopted with one reaction (adoptNative), without the wrapper
+  // promise of new Promise((resolve) => resolve(r)); the spec calls then in
+  // a microtask, but for the built-in then, calling it now only registers a
+  // reaction, which nothing can observe.
   wait (result) {
     if (result === null || (typeof result !== 'object' && typeof result !== 'function')) {
       PromisePrototypeThen(resolved, () => this.finish(true, result))
@@ -164,6 +164,10 @@ class LockRequest {
       PromisePrototypeThen(resolved, () => this.finish(true, result))
       return
     }
+    if (then === nativeThen) {
+      adoptNative(this, result)
+      return
+    }
     let called = false
     const onFulfilled = (value) => {
       if (called) return
@@ -175,17 +179,13 @@ class LockRequest {
       called = true
       this.finish(false, error)
     }
-    const adopt = () => {
+    PromisePrototypeThen(resolved, () => {
       try {
         ReflectApply(then, result, [onFulfilled, onRejected])
       } catch (error) {
         onRejected(error)
       }
-    }
-    // The spec calls then in a microtask; for the built-in then, calling it
-    // now only registers a reaction, which nothing can observe.
-    if (then === nativeThen) adopt()
-    else PromisePrototypeThen(resolved, adopt)
+    })
   }
 
   release () {
@@ -206,7 +206,7 @@ class LockRequest {
     this.settled = true
     if (endChannel.hasSubscribers) {
       const { ifAvailable, steal } = this.options
-      const payload = { name: this.name, mode: this.mode, ifAvailable, steal, error: ok ? undefined : value }
+      const payload = { name: this.name, mode: this.options.mode, ifAvailable, steal, error: ok ? undefined : value }
       WeakMapPrototypeSet(endings, payload, { start: this.diagnostics, ending })
       endChannel.publish(payload)
     }
@@ -221,6 +221,25 @@ class LockRequest {
     if (nativeAbort(this.id)) requests[this.id] = undefined
     const { signal, signalOps } = this.options
     this.settle(false, signalOps.reason(signal), ABORTED)
+  }
+}
+
+// A grant resolves its request's promise with the request itself, which
+// then runs it: one reaction shared by every request, no closure each. A
+// request is never thenable, whatever Object.prototype holds.
+Object.defineProperty(LockRequest.prototype, 'then', { value: undefined })
+
+function runGranted (request) {
+  request.run()
+}
+
+// A native promise's then calls at most one of its reactions, once: no
+// guard, and closures that hold only the request.
+function adoptNative (request, promise) {
+  try {
+    PromisePrototypeThen(promise, (value) => request.wait(value), (error) => request.finish(false, error))
+  } catch (error) {
+    request.finish(false, error)
   }
 }
 
@@ -332,7 +351,7 @@ function requestLock (name, options, callback) {
   // An executor that cannot run (at the stack limit) leaves its promise
   // rejected with the RangeError: that promise is then the caller's.
   if (request.grant === undefined) return granted
-  PromisePrototypeThen(granted, () => request.run())
+  PromisePrototypeThen(granted, runGranted)
   const promise = new SafePromise((resolve, reject) => {
     request.resolve = resolve
     request.reject = reject
@@ -366,7 +385,7 @@ function requestLock (name, options, callback) {
 }
 
 function publishStart (request, queued) {
-  const payload = { name: request.name, mode: request.mode }
+  const payload = { name: request.name, mode: request.options.mode }
   request.diagnostics = payload
   if (queued) WeakMapPrototypeSet(queuedStarts, payload, true)
   startChannel.publish(payload)
