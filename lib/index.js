@@ -346,7 +346,7 @@ function requestLock (name, options, callback) {
   const request = new LockRequest(name, options, callback)
   // Chained now, so that the callback runs in the async context of the
   // request() call whichever thread's release granted the lock. Resolved
-  // with undefined: any object could be made thenable by user code.
+  // with the request, which no one can make thenable (see runGranted).
   const granted = new SafePromise((resolve) => { request.grant = resolve })
   // An executor that cannot run (at the stack limit) leaves its promise
   // rejected with the RangeError: that promise is then the caller's.
