@@ -102,7 +102,7 @@ class LockRequest {
     if (events & EV_GRANTED) {
       this.held = true
       this.grant = undefined
-      grant(this)
+      grant(this.id)
     } else if (events & EV_UNAVAILABLE) {
       requests[this.id] = undefined
       this.grant = undefined
@@ -224,13 +224,15 @@ class LockRequest {
   }
 }
 
-// A grant resolves its request's promise with the request itself, which
-// then runs it: one reaction shared by every request, no closure each. A
-// request is never thenable, whatever Object.prototype holds.
+// One reaction, shared by every request, runs the request its promise was
+// resolved with: a grant resolves it with the request's id, which stays the
+// request's until it is released, hence until after it runs; a miss, whose
+// id the binding frees after delivering it, with the request itself, which
+// is never thenable, whatever Object.prototype holds.
 Object.defineProperty(LockRequest.prototype, 'then', { value: undefined })
 
-function runGranted (request) {
-  request.run()
+function runGranted (granted) {
+  (typeof granted === 'number' ? requests[granted] : granted).run()
 }
 
 // A native promise's then calls at most one of its reactions, once: no
@@ -346,7 +348,7 @@ function requestLock (name, options, callback) {
   const request = new LockRequest(name, options, callback)
   // Chained now, so that the callback runs in the async context of the
   // request() call whichever thread's release granted the lock. Resolved
-  // with the request, which no one can make thenable (see runGranted).
+  // with nothing anyone can make thenable (see runGranted).
   const granted = new SafePromise((resolve) => { request.grant = resolve })
   // An executor that cannot run (at the stack limit) leaves its promise
   // rejected with the RangeError: that promise is then the caller's.
