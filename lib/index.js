@@ -20,10 +20,10 @@ const {
   request: nativeRequest, release: nativeRelease, abort: nativeAbort, query: nativeQuery
 } = binding
 
-const EXCLUSIVE = 0
+// A native request's mode (bit 0) and flags (the bits above).
 const SHARED = 1
-const IF_AVAILABLE = 1
-const STEAL = 2
+const IF_AVAILABLE = 2
+const STEAL = 4
 const EV_GRANTED = 1
 const EV_UNAVAILABLE = 2
 const EV_STOLEN = 4
@@ -55,22 +55,24 @@ const resolved = PromiseResolve()
 const kToken = Symbol('web-locks')
 const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, signalOps: undefined, steal: false })
 
-// This thread's requests, indexed by native id (small integers, reused). The
-// binding's exports object is one per thread even when this file is evaluated
-// more than once (test runners with per-file module registries), so the table
-// lives there. Without a prototype, no index setter of Array.prototype can
+// This thread's requests, indexed by native id (small integers, reused), and
+// the Uint32Array where a native request leaves its result. The binding's
+// exports object is one per thread even when this file is evaluated more
+// than once (test runners with per-file module registries), so both live
+// there. Without a prototype, no index setter of Array.prototype can
 // intercept a store.
-const requests = Object.hasOwn(binding, 'requests') ? binding.requests : createRequestTable()
+if (!Object.hasOwn(binding, 'requests')) setUp()
+const { requests, results } = binding
 
-function createRequestTable () {
+function setUp () {
   const table = []
   Object.setPrototypeOf(table, null)
-  binding.setup(function dispatch (id, events) {
+  const results = binding.setup(function dispatch (id, events) {
     const request = table[id]
     if (request !== undefined) request.deliver(events)
   }, randomUUID())
+  Object.defineProperty(binding, 'results', { value: results })
   Object.defineProperty(binding, 'requests', { value: table })
-  return table
 }
 
 function stolenError () {
@@ -359,7 +361,6 @@ function requestLock (name, options, callback) {
     request.reject = reject
   })
   if (request.reject === undefined) return promise
-  let result
   try {
     // The abort steps are in place before anything user-visible runs (a
     // start subscriber may abort the signal).
@@ -367,13 +368,13 @@ function requestLock (name, options, callback) {
       watch(signal, request)
       if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
     }
-    result = nativeRequest(name, mode === 'shared' ? SHARED : EXCLUSIVE,
-      (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
+    nativeRequest(name, (mode === 'shared' ? SHARED : 0) | (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
   } catch (error) {
     request.settled = true // never made: its abort steps must do nothing
     if (signal !== undefined) unwatch(signal, request)
     throw error
   }
+  const result = results[0]
   const id = result >>> 1
   request.id = id
   requests[id] = request

@@ -57,6 +57,9 @@ typedef struct {
   napi_env env;
   napi_ref exports;  /* returned again if this thread loads the addon twice */
   napi_ref dispatch; /* JS (id, events) => void, set by setup() */
+  /* setup()'s Uint32Array, whose one element request() sets to its result */
+  napi_ref results;
+  uint32_t *result;
   napi_async_context actx;
   napi_async_cleanup_hook_handle hook;
   /* Slot table: a used slot holds a wlb_req_t pointer, a free one holds
@@ -247,6 +250,8 @@ static void wlb__drop_js(wlb_thread_t *t) {
 
   if (t->dispatch != NULL && napi_delete_reference(env, t->dispatch) != napi_ok)
     t->dispatch = NULL;
+  if (t->results != NULL && napi_delete_reference(env, t->results) != napi_ok)
+    t->results = NULL;
   if (napi_delete_reference(env, t->exports) != napi_ok)
     t->exports = NULL;
   if (napi_async_destroy(env, t->actx) != napi_ok)
@@ -322,9 +327,28 @@ static napi_value wlb__throw_code(napi_env env, int rc) {
   return NULL;
 }
 
-/* setup(dispatch, clientId): called once per thread by lib/. */
+/* Makes t's Uint32Array of one element for request()'s result, where a
+ * store cannot fail as making a JS value could. Returns 0, or 1 with an
+ * exception pending. */
+static int wlb__make_results(napi_env env, wlb_thread_t *t) {
+  napi_value buffer, array;
+  void *data;
+
+  if (napi_create_arraybuffer(env, sizeof(uint32_t), &data, &buffer) != napi_ok ||
+      napi_create_typedarray(env, napi_uint32_array, 1, buffer, 0, &array) !=
+          napi_ok ||
+      napi_create_reference(env, array, 1, &t->results) != napi_ok) {
+    wlb__throw_last(env);
+    return 1;
+  }
+  t->result = data;
+  return 0;
+}
+
+/* setup(dispatch, clientId) -> the Uint32Array where request() leaves its
+ * result: called once per thread by lib/. */
 static napi_value wlb_setup(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
+  napi_value argv[2], results;
   wlb_thread_t *t;
   napi_valuetype type;
   char client_id[WL_CLIENT_ID_MAX + 1];
@@ -340,6 +364,9 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   }
   WLB_CALL(env, napi_get_value_string_latin1(env, argv[1], client_id,
                                              sizeof(client_id), &len));
+  if (t->results == NULL && wlb__make_results(env, t) != 0)
+    return NULL;
+  WLB_CALL(env, napi_get_reference_value(env, t->results, &results));
   if (wl_local() == NULL)
     return wlb__throw_code(env, WL_ENOMEM);
   rc = wl_agent_init(wl_local(), &t->agent, client_id, len, wlb__notify);
@@ -347,7 +374,7 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
     return wlb__throw_code(env, rc);
   t->agent.data = t;
   WLB_CALL(env, napi_create_reference(env, argv[0], 1, &t->dispatch));
-  return argv[0];
+  return results;
 }
 
 
@@ -379,20 +406,11 @@ fail:
   return 1;
 }
 
-/* Makes a request's two possible results (queued, granted at once) before
- * the request, so that nothing can fail once the core has it. */
-static int wlb__results(napi_env env, uint32_t id, napi_value out[2]) {
-  return napi_create_uint32(env, id * 2, &out[0]) != napi_ok ||
-         napi_create_uint32(env, id * 2 + 1, &out[1]) != napi_ok;
-}
-
-/* Allocates r with its slot and results, and makes the request. Returns
- * WL_GRANTED_AT_ONCE or 0 with *out set, or an error code with nothing left
- * behind (1: a Node-API failure, with its exception pending). */
-static int wlb__make(napi_env env, wlb_thread_t *t, const char16_t *name,
-                     size_t len, uint32_t mode, uint32_t flags,
-                     napi_value *out) {
-  napi_value results[2];
+/* Allocates r with its slot and makes the request: how is the mode (bit 0)
+ * and the flags (the bits above) of wl.h. Returns 0 with the result stored,
+ * or an error code with nothing left behind. */
+static int wlb__make(wlb_thread_t *t, const char16_t *name, size_t len,
+                     uint32_t how) {
   wlb_req_t *r = wlb__new(t);
   int rc;
 
@@ -404,12 +422,8 @@ static int wlb__make(napi_env env, wlb_thread_t *t, const char16_t *name,
     t->spare = r;
     return rc;
   }
-  if (wlb__results(env, r->id, results) != 0) {
-    wlb__free(t, r);
-    return 1;
-  }
   rc = wl_request(&t->agent, &r->req, (const uint16_t *)name, len,
-                  (wl_mode_t)mode, flags);
+                  (wl_mode_t)(how & 1), how >> 1);
   if (rc < 0) {
     wlb__free(t, r);
     return rc;
@@ -417,41 +431,38 @@ static int wlb__make(napi_env env, wlb_thread_t *t, const char16_t *name,
   r->waiting = 1;
   if (t->waiting++ == 0)
     uv_ref((uv_handle_t *)&t->async);
-  *out = results[rc == WL_GRANTED_AT_ONCE];
+  *t->result = r->id * 2 + (rc == WL_GRANTED_AT_ONCE);
   return 0;
 }
 
-/* request(name, mode, flags) -> id * 2 + 1 if the lock was free, id * 2 if
- * the request waits (or misses). Validation is lib/'s; this only refuses what
- * would corrupt the manager. Either the request is made and its id returned,
- * or it throws and the core never saw it. */
+/* request(name, how) leaves id * 2 + 1 in setup()'s results if the lock was
+ * free, id * 2 if the request waits (or misses). Validation is lib/'s; this
+ * only refuses what would corrupt the manager. Either the request is made
+ * and its result stored, or it throws and the core never saw it. */
 static napi_value wlb_request(napi_env env, napi_callback_info info) {
-  napi_value argv[3], result = NULL;
+  napi_value argv[2];
   wlb_thread_t *t;
-  uint32_t mode, flags;
+  uint32_t how;
   size_t len;
   char16_t stack[WLB_NAME_STACK];
   char16_t *name;
   int rc;
 
-  if (wlb__args(env, info, 3, argv, &t) != 0)
+  if (wlb__args(env, info, 2, argv, &t) != 0)
     return NULL;
   if (t->dispatch == NULL) {
     napi_throw_error(env, NULL, "web-locks: not set up");
     return NULL;
   }
-  WLB_CALL(env, napi_get_value_uint32(env, argv[1], &mode));
-  WLB_CALL(env, napi_get_value_uint32(env, argv[2], &flags));
+  WLB_CALL(env, napi_get_value_uint32(env, argv[1], &how));
   if (wlb__get_name(env, argv[0], stack, &name, &len) != 0)
     return NULL;
-  rc = wlb__make(env, t, name, len, mode, flags, &result);
+  rc = wlb__make(t, name, len, how);
   if (name != stack)
     free(name);
-  if (rc == 1)
-    wlb__throw_last(env);
-  else if (rc < 0)
+  if (rc < 0)
     wlb__throw_code(env, rc);
-  return result;
+  return NULL;
 }
 
 /* release(id) -> whether the lock was still held (false: it was stolen). */

@@ -29,7 +29,9 @@ const L = require('./layout');
 const EV_GRANTED = 1;
 const EV_UNAVAILABLE = 2;
 const EV_STOLEN = 4;
-const STEAL = 2;
+// A native request's how: its mode (bit 0) and flags (the bits above).
+const SHARED = 1;
+const STEAL = 4;
 
 function uuidWords(cid) {
   const hex = cid.replace(/-/g, '');
@@ -44,6 +46,7 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
   const ngbPath = require.resolve('node-gyp-build', { paths: [path.join(pkg, 'lib')] });
   const realLoad = require(ngbPath);
   let real = null;
+  let results = null; // where the native request() leaves its result
   let depth = 0; // spinlock re-entry by this thread
   let pendingLogical = 0; // the logical id of the locks.request() being made
   const logicalOf = new Map(); // native id -> logical id, for this thread
@@ -213,7 +216,7 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
     real = binding;
     const w = wrapped = {
       setup(dispatch, clientId) {
-        return binding.setup(function wrappedDispatch(id, events) {
+        results = binding.setup(function wrappedDispatch(id, events) {
           const r = logicalOf.get(id);
           if (r !== undefined) {
             lock();
@@ -230,10 +233,11 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
           }
           return dispatch(id, events);
         }, clientId);
+        return results;
       },
-      request(name, mode, flags) {
+      request(name, how) {
         const n = nameIndex.get(name);
-        if (n === undefined) return binding.request(name, mode, flags);
+        if (n === undefined) return binding.request(name, how);
         const r = pendingLogical;
         pendingLogical = 0;
         if (r === 0) fatal('binding.request on a stress name without a logical id');
@@ -241,16 +245,17 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
         try {
           const t = ticket();
           let robbed;
-          if (flags & STEAL) robbed = rob(n, r);
+          if (how & STEAL) robbed = rob(n, r);
           S[stateAt(r)] = 0;
           S[L.STATE_NAME + (r & L.STATE_MASK)] = n + 1;
           setCur(n, r);
-          emit({ k: 'req', t, tid, r, n, mode: mode === 1 ? 'shared' : 'exclusive', flags, robbed });
+          emit({ k: 'req', t, tid, r, n, mode: how & SHARED ? 'shared' : 'exclusive', flags: how >> 1, robbed });
+          binding.request(name, how);
           // id * 2, plus 1 when the lock was granted at once
-          const result = binding.request(name, mode, flags);
+          const result = results[0];
           logicalOf.set(result >>> 1, r);
           emit({ k: 'res', t: ticket(), tid, of: t, result: result & 1, snap: encode(binding.query()) });
-          return result;
+          return undefined;
         } finally {
           unlock();
         }
