@@ -56,22 +56,27 @@ const kToken = Symbol('web-locks')
 const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, signalOps: undefined, steal: false })
 
 // This thread's requests, indexed by native id (small integers, reused), and
-// the Uint32Array where a native request leaves its result. The binding's
-// exports object is one per thread even when this file is evaluated more
-// than once (test runners with per-file module registries), so both live
-// there. Without a prototype, no index setter of Array.prototype can
-// intercept a store.
+// the Uint32Array through which the binding passes numbers without making JS
+// values: a native request's result (IO_RESULT), and the id and events of
+// the delivery it dispatches (IO_ID, IO_EVENTS). The binding's exports
+// object is one per thread even when this file is evaluated more than once
+// (test runners with per-file module registries), so both live there.
+// Without a prototype, no index setter of Array.prototype can intercept a
+// store.
+const IO_RESULT = 0
+const IO_ID = 1
+const IO_EVENTS = 2
 if (!Object.hasOwn(binding, 'requests')) setUp()
-const { requests, results } = binding
+const { requests, io } = binding
 
 function setUp () {
   const table = []
   Object.setPrototypeOf(table, null)
-  const results = binding.setup(function dispatch (id, events) {
-    const request = table[id]
-    if (request !== undefined) request.deliver(events)
+  const io = binding.setup(function dispatch () {
+    const request = table[io[IO_ID]]
+    if (request !== undefined) request.deliver(io[IO_EVENTS])
   }, randomUUID())
-  Object.defineProperty(binding, 'results', { value: results })
+  Object.defineProperty(binding, 'io', { value: io })
   Object.defineProperty(binding, 'requests', { value: table })
 }
 
@@ -374,7 +379,7 @@ function requestLock (name, options, callback) {
     if (signal !== undefined) unwatch(signal, request)
     throw error
   }
-  const result = results[0]
+  const result = io[IO_RESULT]
   const id = result >>> 1
   request.id = id
   requests[id] = request

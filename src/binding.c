@@ -42,6 +42,9 @@
   ((type *)((char *)(ptr) - offsetof(type, member)))
 #define WLB_DRAIN_BUDGET 1024
 
+/* The numbers in a thread's io array. */
+enum { WLB_IO_RESULT, WLB_IO_ID, WLB_IO_EVENTS, WLB_IO };
+
 typedef struct {
   wl_request_t req;
   uint32_t id;
@@ -57,9 +60,11 @@ typedef struct {
   napi_env env;
   napi_ref exports;  /* returned again if this thread loads the addon twice */
   napi_ref dispatch; /* JS (id, events) => void, set by setup() */
-  /* setup()'s Uint32Array, whose one element request() sets to its result */
-  napi_ref results;
-  uint32_t *result;
+  /* setup()'s Uint32Array of WLB_IO numbers passed to JS without making a
+   * JS value (a handle and a Node-API call each): request()'s result, and
+   * the id and events of the delivery being dispatched. */
+  napi_ref io_ref;
+  uint32_t *io;
   napi_async_context actx;
   napi_async_cleanup_hook_handle hook;
   /* Slot table: a used slot holds a wlb_req_t pointer, a free one holds
@@ -167,23 +172,17 @@ static void wlb__notify(wl_agent_t *agent) {
     uv_async_send(&t->async);
 }
 
-static void wlb__dispatch(wlb_thread_t *t, uint32_t id, unsigned events) {
+/* Calls the dispatcher fn with an event, which it reads from io. */
+static void wlb__dispatch(wlb_thread_t *t, napi_value fn, uint32_t id,
+                          unsigned events) {
   napi_env env = t->env;
-  napi_handle_scope scope;
-  napi_value fn, recv, argv[2];
   napi_status status;
   bool pending = false;
 
-  if (napi_open_handle_scope(env, &scope) != napi_ok)
-    return;
-  status = napi_get_reference_value(env, t->dispatch, &fn);
-  recv = fn; /* `this` for the dispatcher; Node wants an object */
-  if (status == napi_ok)
-    status = napi_create_uint32(env, id, &argv[0]);
-  if (status == napi_ok)
-    status = napi_create_uint32(env, events, &argv[1]);
-  if (status == napi_ok)
-    status = napi_make_callback(env, t->actx, recv, fn, 2, argv, NULL);
+  t->io[WLB_IO_ID] = id;
+  t->io[WLB_IO_EVENTS] = events;
+  /* fn is its own `this`: Node wants an object. */
+  status = napi_make_callback(env, t->actx, fn, fn, 0, NULL, NULL);
   /* The dispatcher does not throw; if it ever does, report it as Node
    * reports any exception thrown from a callback. A failure without an
    * exception means the thread is stopping: its teardown frees everything. */
@@ -193,13 +192,12 @@ static void wlb__dispatch(wlb_thread_t *t, uint32_t id, unsigned events) {
     if (napi_get_and_clear_last_exception(env, &error) == napi_ok)
       napi_fatal_exception(env, error);
   }
-  napi_close_handle_scope(env, scope);
 }
 
 /* Delivers the mailbox, including events that arrive meanwhile (a callback
  * that requests again), up to a budget so that timers and I/O are not
  * starved; what is left is delivered after this poll phase. */
-static void wlb__drain(wlb_thread_t *t) {
+static void wlb__deliver(wlb_thread_t *t, napi_value fn) {
   unsigned budget = WLB_DRAIN_BUDGET;
   wl_request_t *req;
   unsigned events;
@@ -210,7 +208,7 @@ static void wlb__drain(wlb_thread_t *t) {
       wlb__unwait(t, r);
     /* An unavailable request is done with the core; free it after the call,
      * so that its id cannot be reused while the call runs. */
-    wlb__dispatch(t, r->id, events);
+    wlb__dispatch(t, fn, r->id, events);
     if (events & WL_EV_UNAVAILABLE)
       wlb__free(t, r);
     if (--budget == 0) {
@@ -218,6 +216,19 @@ static void wlb__drain(wlb_thread_t *t) {
       return;
     }
   }
+}
+
+/* One handle scope and one lookup of the dispatcher for the whole drain:
+ * a delivery makes no JS value. */
+static void wlb__drain(wlb_thread_t *t) {
+  napi_handle_scope scope;
+  napi_value fn;
+
+  if (napi_open_handle_scope(t->env, &scope) != napi_ok)
+    return;
+  if (napi_get_reference_value(t->env, t->dispatch, &fn) == napi_ok)
+    wlb__deliver(t, fn);
+  napi_close_handle_scope(t->env, scope);
 }
 
 static void wlb__on_async(uv_async_t *async) {
@@ -250,8 +261,8 @@ static void wlb__drop_js(wlb_thread_t *t) {
 
   if (t->dispatch != NULL && napi_delete_reference(env, t->dispatch) != napi_ok)
     t->dispatch = NULL;
-  if (t->results != NULL && napi_delete_reference(env, t->results) != napi_ok)
-    t->results = NULL;
+  if (t->io_ref != NULL && napi_delete_reference(env, t->io_ref) != napi_ok)
+    t->io_ref = NULL;
   if (napi_delete_reference(env, t->exports) != napi_ok)
     t->exports = NULL;
   if (napi_async_destroy(env, t->actx) != napi_ok)
@@ -327,28 +338,27 @@ static napi_value wlb__throw_code(napi_env env, int rc) {
   return NULL;
 }
 
-/* Makes t's Uint32Array of one element for request()'s result, where a
- * store cannot fail as making a JS value could. Returns 0, or 1 with an
- * exception pending. */
-static int wlb__make_results(napi_env env, wlb_thread_t *t) {
+/* Makes t's io array. Returns 0, or 1 with an exception pending. */
+static int wlb__make_io(napi_env env, wlb_thread_t *t) {
   napi_value buffer, array;
   void *data;
 
-  if (napi_create_arraybuffer(env, sizeof(uint32_t), &data, &buffer) != napi_ok ||
-      napi_create_typedarray(env, napi_uint32_array, 1, buffer, 0, &array) !=
-          napi_ok ||
-      napi_create_reference(env, array, 1, &t->results) != napi_ok) {
+  if (napi_create_arraybuffer(env, WLB_IO * sizeof(uint32_t), &data,
+                              &buffer) != napi_ok ||
+      napi_create_typedarray(env, napi_uint32_array, WLB_IO, buffer, 0,
+                             &array) != napi_ok ||
+      napi_create_reference(env, array, 1, &t->io_ref) != napi_ok) {
     wlb__throw_last(env);
     return 1;
   }
-  t->result = data;
+  t->io = data;
   return 0;
 }
 
-/* setup(dispatch, clientId) -> the Uint32Array where request() leaves its
- * result: called once per thread by lib/. */
+/* setup(dispatch, clientId) -> the thread's io array: called once per
+ * thread by lib/. */
 static napi_value wlb_setup(napi_env env, napi_callback_info info) {
-  napi_value argv[2], results;
+  napi_value argv[2], io;
   wlb_thread_t *t;
   napi_valuetype type;
   char client_id[WL_CLIENT_ID_MAX + 1];
@@ -364,9 +374,9 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   }
   WLB_CALL(env, napi_get_value_string_latin1(env, argv[1], client_id,
                                              sizeof(client_id), &len));
-  if (t->results == NULL && wlb__make_results(env, t) != 0)
+  if (t->io_ref == NULL && wlb__make_io(env, t) != 0)
     return NULL;
-  WLB_CALL(env, napi_get_reference_value(env, t->results, &results));
+  WLB_CALL(env, napi_get_reference_value(env, t->io_ref, &io));
   if (wl_local() == NULL)
     return wlb__throw_code(env, WL_ENOMEM);
   rc = wl_agent_init(wl_local(), &t->agent, client_id, len, wlb__notify);
@@ -374,7 +384,7 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
     return wlb__throw_code(env, rc);
   t->agent.data = t;
   WLB_CALL(env, napi_create_reference(env, argv[0], 1, &t->dispatch));
-  return results;
+  return io;
 }
 
 
@@ -431,12 +441,12 @@ static int wlb__make(wlb_thread_t *t, const char16_t *name, size_t len,
   r->waiting = 1;
   if (t->waiting++ == 0)
     uv_ref((uv_handle_t *)&t->async);
-  *t->result = r->id * 2 + (rc == WL_GRANTED_AT_ONCE);
+  t->io[WLB_IO_RESULT] = r->id * 2 + (rc == WL_GRANTED_AT_ONCE);
   return 0;
 }
 
-/* request(name, how) leaves id * 2 + 1 in setup()'s results if the lock was
- * free, id * 2 if the request waits (or misses). Validation is lib/'s; this
+/* request(name, how) sets the io result to id * 2 + 1 if the lock was free,
+ * id * 2 if the request waits (or misses). Validation is lib/'s; this
  * only refuses what would corrupt the manager. Either the request is made
  * and its result stored, or it throws and the core never saw it. */
 static napi_value wlb_request(napi_env env, napi_callback_info info) {

@@ -32,6 +32,9 @@ const EV_STOLEN = 4;
 // A native request's how: its mode (bit 0) and flags (the bits above).
 const SHARED = 1;
 const STEAL = 4;
+const IO_RESULT = 0;
+const IO_ID = 1;
+const IO_EVENTS = 2;
 
 function uuidWords(cid) {
   const hex = cid.replace(/-/g, '');
@@ -46,7 +49,7 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
   const ngbPath = require.resolve('node-gyp-build', { paths: [path.join(pkg, 'lib')] });
   const realLoad = require(ngbPath);
   let real = null;
-  let results = null; // where the native request() leaves its result
+  let io = null; // the binding's io array (see lib/index.js)
   let depth = 0; // spinlock re-entry by this thread
   let pendingLogical = 0; // the logical id of the locks.request() being made
   const logicalOf = new Map(); // native id -> logical id, for this thread
@@ -216,7 +219,9 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
     real = binding;
     const w = wrapped = {
       setup(dispatch, clientId) {
-        results = binding.setup(function wrappedDispatch(id, events) {
+        io = binding.setup(function wrappedDispatch() {
+          const id = io[IO_ID];
+          const events = io[IO_EVENTS];
           const r = logicalOf.get(id);
           if (r !== undefined) {
             lock();
@@ -231,9 +236,9 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
             }
             if (listeners.delivered) listeners.delivered(r, events);
           }
-          return dispatch(id, events);
+          return dispatch();
         }, clientId);
-        return results;
+        return io;
       },
       request(name, how) {
         const n = nameIndex.get(name);
@@ -252,7 +257,7 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
           emit({ k: 'req', t, tid, r, n, mode: how & SHARED ? 'shared' : 'exclusive', flags: how >> 1, robbed });
           binding.request(name, how);
           // id * 2, plus 1 when the lock was granted at once
-          const result = results[0];
+          const result = io[IO_RESULT];
           logicalOf.set(result >>> 1, r);
           emit({ k: 'res', t: ticket(), tid, of: t, result: result & 1, snap: encode(binding.query()) });
           return undefined;
