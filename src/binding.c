@@ -45,11 +45,12 @@
 /* The numbers in a thread's io array. */
 enum { WLB_IO_RESULT, WLB_IO_ID, WLB_IO_EVENTS, WLB_IO };
 
-typedef struct {
-  wl_request_t req;
-  uint32_t id;
-  unsigned char waiting; /* counted in wlb_thread_t.waiting */
-} wlb_req_t;
+/* Request handles per chunk (see wlb_thread_t.chunks), and the most ids a
+ * thread may use: an id << 2 fits a handle's data, id * 2 + 1 a uint32. */
+#define WLB_CHUNK 256
+#define WLB_MAX_IDS ((uint32_t)1 << 29)
+/* In a used slot's data: the request is not yet granted. */
+#define WLB_WAITING 2
 
 typedef struct {
   wl_agent_t agent;
@@ -59,7 +60,7 @@ typedef struct {
   int open_handles;
   napi_env env;
   napi_ref exports;  /* returned again if this thread loads the addon twice */
-  napi_ref dispatch; /* JS (id, events) => void, set by setup() */
+  napi_ref dispatch; /* JS () => void, set by setup(): reads io */
   /* setup()'s Uint32Array of WLB_IO numbers passed to JS without making a
    * JS value (a handle and a Node-API call each): request()'s result, and
    * the id and events of the delivery being dispatched. */
@@ -67,14 +68,16 @@ typedef struct {
   uint32_t *io;
   napi_async_context actx;
   napi_async_cleanup_hook_handle hook;
-  /* Slot table: a used slot holds a wlb_req_t pointer, a free one holds
-   * (next free id + 1) << 1 | 1, so the free list costs no extra memory. */
-  uintptr_t *slots;
-  uint32_t nslots;
-  uint32_t cap;
+  /* Request handles in slots, in chunks of WLB_CHUNK that never move (the
+   * core maps mail back to a handle's address); a request's id is its
+   * slot's index. A handle's data is the binding's: id << 2, or-ed with
+   * WLB_WAITING, in a used slot, (next free id + 1) << 1 | 1 in a free one,
+   * so that the free list costs no extra memory. */
+  wl_request_t **chunks;
+  uint32_t nchunks;
+  uint32_t cap;       /* of chunks */
   uint32_t free_head; /* id + 1 of the first free slot, 0 if none */
   size_t waiting;     /* requests not yet granted: they keep the loop alive */
-  wlb_req_t *spare;   /* request structs to reuse, linked by req.data */
   pthread_t thread;   /* the thread whose agent this is */
 } wlb_thread_t;
 
@@ -91,63 +94,80 @@ static void wlb__throw_last(napi_env env) {
     napi_throw_error(env, NULL, "web-locks: Node-API call failed");
 }
 
-static int wlb__slot_alloc(wlb_thread_t *t, wlb_req_t *r) {
-  uint32_t id;
+static wl_request_t *wlb__slot(const wlb_thread_t *t, uint32_t id) {
+  return &t->chunks[id / WLB_CHUNK][id % WLB_CHUNK];
+}
 
-  if (t->free_head != 0) {
-    id = t->free_head - 1;
-    t->free_head = (uint32_t)(t->slots[id] >> 1);
-  } else {
-    if (t->nslots == t->cap) {
-      uint32_t cap = t->cap ? t->cap * 2 : 64;
-      uintptr_t *slots;
-      if (cap <= t->cap || cap > UINT32_MAX / 2)
-        return WL_ENOMEM;
-      slots = realloc(t->slots, cap * sizeof(*slots));
-      if (slots == NULL)
-        return WL_ENOMEM;
-      t->slots = slots;
-      t->cap = cap;
-    }
-    id = t->nslots++;
+static uint32_t wlb__id(const wl_request_t *req) {
+  return (uint32_t)((uintptr_t)req->data >> 2);
+}
+
+/* Adds a chunk of free slots. Returns 0 or WL_ENOMEM. */
+static int wlb__grow(wlb_thread_t *t) {
+  wl_request_t *chunk;
+  uint32_t i, base = t->nchunks * WLB_CHUNK;
+
+  if (t->nchunks == t->cap) {
+    uint32_t cap = t->cap ? t->cap * 2 : 4;
+    wl_request_t **chunks;
+    if ((uint64_t)cap * WLB_CHUNK > WLB_MAX_IDS)
+      return WL_ENOMEM;
+    chunks = realloc(t->chunks, cap * sizeof(*chunks));
+    if (chunks == NULL)
+      return WL_ENOMEM;
+    t->chunks = chunks;
+    t->cap = cap;
   }
-  t->slots[id] = (uintptr_t)r;
-  r->id = id;
+  chunk = malloc(WLB_CHUNK * sizeof(*chunk));
+  if (chunk == NULL)
+    return WL_ENOMEM;
+  t->chunks[t->nchunks++] = chunk;
+  for (i = WLB_CHUNK; i-- > 0;) {
+    chunk[i].data = (void *)((uintptr_t)t->free_head << 1 | 1);
+    t->free_head = base + i + 1;
+  }
   return 0;
 }
 
-static wlb_req_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id) {
-  if (id >= t->nslots || (t->slots[id] & 1))
+/* A free slot's handle, now used; NULL when out of memory. */
+static wl_request_t *wlb__slot_alloc(wlb_thread_t *t) {
+  wl_request_t *req;
+  uint32_t id;
+
+  if (t->free_head == 0 && wlb__grow(t) != 0)
     return NULL;
-  return (wlb_req_t *)t->slots[id];
+  id = t->free_head - 1;
+  req = wlb__slot(t, id);
+  t->free_head = (uint32_t)((uintptr_t)req->data >> 1);
+  req->data = (void *)((uintptr_t)id << 2);
+  return req;
 }
 
-static void wlb__unwait(wlb_thread_t *t, wlb_req_t *r) {
-  if (!r->waiting)
+/* The handle in used slot id, or NULL. */
+static wl_request_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id) {
+  wl_request_t *req;
+
+  if (id / WLB_CHUNK >= t->nchunks)
+    return NULL;
+  req = wlb__slot(t, id);
+  return (uintptr_t)req->data & 1 ? NULL : req;
+}
+
+static void wlb__unwait(wlb_thread_t *t, wl_request_t *req) {
+  if (!((uintptr_t)req->data & WLB_WAITING))
     return;
-  r->waiting = 0;
+  req->data = (void *)((uintptr_t)req->data & ~(uintptr_t)WLB_WAITING);
   if (--t->waiting == 0)
     uv_unref((uv_handle_t *)&t->async);
 }
 
-/* The core no longer references r: give its slot back, and keep r for the
- * next request (a request costs no malloc once the thread has warmed up). */
-static void wlb__free(wlb_thread_t *t, wlb_req_t *r) {
-  wlb__unwait(t, r);
-  t->slots[r->id] = ((uintptr_t)t->free_head << 1) | 1;
-  t->free_head = r->id + 1;
-  r->req.data = t->spare;
-  t->spare = r;
-}
+/* The core no longer references req: give its slot back. */
+static void wlb__free(wlb_thread_t *t, wl_request_t *req) {
+  uint32_t id = wlb__id(req);
 
-/* A request struct: one given back earlier, or a new one. */
-static wlb_req_t *wlb__new(wlb_thread_t *t) {
-  wlb_req_t *r = t->spare;
-
-  if (r == NULL)
-    return malloc(sizeof(*r));
-  t->spare = r->req.data;
-  return r;
+  wlb__unwait(t, req);
+  req->data = (void *)((uintptr_t)t->free_head << 1 | 1);
+  t->free_head = id + 1;
 }
 
 /* The thread this code runs on, if it has loaded the addon. */
@@ -203,14 +223,13 @@ static void wlb__deliver(wlb_thread_t *t, napi_value fn) {
   unsigned events;
 
   while ((req = wl_agent_next(&t->agent, &events)) != NULL) {
-    wlb_req_t *r = wlb__container_of(req, wlb_req_t, req);
     if (events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE))
-      wlb__unwait(t, r);
+      wlb__unwait(t, req);
     /* An unavailable request is done with the core; free it after the call,
      * so that its id cannot be reused while the call runs. */
-    wlb__dispatch(t, fn, r->id, events);
+    wlb__dispatch(t, fn, wlb__id(req), events);
     if (events & WL_EV_UNAVAILABLE)
-      wlb__free(t, r);
+      wlb__free(t, req);
     if (--budget == 0) {
       wlb__wake_self(t);
       return;
@@ -250,7 +269,6 @@ static void wlb__on_close(uv_handle_t *handle) {
     return;
   if (t->hook != NULL)
     napi_remove_async_cleanup_hook(t->hook);
-  free(t->slots);
   free(t);
 }
 
@@ -282,19 +300,13 @@ static void wlb__close_handles(wlb_thread_t *t) {
  * this thread's requests, hence none can signal the handle we then close. */
 static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
   wlb_thread_t *t = arg;
-  uint32_t id;
+  uint32_t i;
 
   if (t->dispatch != NULL)
     wl_agent_close(&t->agent);
-  for (id = 0; id < t->nslots; id++) {
-    if (!(t->slots[id] & 1))
-      free((wlb_req_t *)t->slots[id]);
-  }
-  while (t->spare != NULL) {
-    wlb_req_t *r = t->spare;
-    t->spare = r->req.data;
-    free(r);
-  }
+  for (i = 0; i < t->nchunks; i++)
+    free(t->chunks[i]);
+  free(t->chunks);
   wlb__drop_js(t);
   wlb__close_handles(t);
 }
@@ -316,16 +328,17 @@ static int wlb__args(napi_env env, napi_callback_info info, size_t n,
   return 0;
 }
 
-static wlb_req_t *wlb__req_arg(napi_env env, wlb_thread_t *t, napi_value v) {
+static wl_request_t *wlb__req_arg(napi_env env, wlb_thread_t *t,
+                                  napi_value v) {
   uint32_t id;
-  wlb_req_t *r;
+  wl_request_t *req;
 
   if (napi_get_value_uint32(env, v, &id) != napi_ok ||
-      (r = wlb__slot_get(t, id)) == NULL) {
+      (req = wlb__slot_get(t, id)) == NULL) {
     napi_throw_type_error(env, NULL, "web-locks: unknown request id");
     return NULL;
   }
-  return r;
+  return req;
 }
 
 static napi_value wlb__throw_code(napi_env env, int rc) {
@@ -416,32 +429,26 @@ fail:
   return 1;
 }
 
-/* Allocates r with its slot and makes the request: how is the mode (bit 0)
- * and the flags (the bits above) of wl.h. Returns 0 with the result stored,
- * or an error code with nothing left behind. */
+/* Makes the request in a new slot: how is the mode (bit 0) and the flags
+ * (the bits above) of wl.h. Returns 0 with the result stored, or an error
+ * code with nothing left behind. */
 static int wlb__make(wlb_thread_t *t, const char16_t *name, size_t len,
                      uint32_t how) {
-  wlb_req_t *r = wlb__new(t);
+  wl_request_t *req = wlb__slot_alloc(t);
   int rc;
 
-  if (r == NULL)
+  if (req == NULL)
     return WL_ENOMEM;
-  r->waiting = 0;
-  if ((rc = wlb__slot_alloc(t, r)) != 0) {
-    r->req.data = t->spare;
-    t->spare = r;
-    return rc;
-  }
-  rc = wl_request(&t->agent, &r->req, (const uint16_t *)name, len,
+  rc = wl_request(&t->agent, req, (const uint16_t *)name, len,
                   (wl_mode_t)(how & 1), how >> 1);
   if (rc < 0) {
-    wlb__free(t, r);
+    wlb__free(t, req);
     return rc;
   }
-  r->waiting = 1;
+  req->data = (void *)((uintptr_t)req->data | WLB_WAITING);
   if (t->waiting++ == 0)
     uv_ref((uv_handle_t *)&t->async);
-  t->io[WLB_IO_RESULT] = r->id * 2 + (rc == WL_GRANTED_AT_ONCE);
+  t->io[WLB_IO_RESULT] = wlb__id(req) * 2 + (rc == WL_GRANTED_AT_ONCE);
   return 0;
 }
 
@@ -479,16 +486,16 @@ static napi_value wlb_request(napi_env env, napi_callback_info info) {
 static napi_value wlb_release(napi_env env, napi_callback_info info) {
   napi_value argv[1], result;
   wlb_thread_t *t;
-  wlb_req_t *r;
+  wl_request_t *req;
   int held;
 
   if (wlb__args(env, info, 1, argv, &t) != 0 ||
-      (r = wlb__req_arg(env, t, argv[0])) == NULL)
+      (req = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
-  held = wl_release(&r->req);
+  held = wl_release(req);
   if (held < 0)
     return wlb__throw_code(env, held);
-  wlb__free(t, r);
+  wlb__free(t, req);
   WLB_CALL(env, napi_get_boolean(env, held, &result));
   return result;
 }
@@ -497,17 +504,17 @@ static napi_value wlb_release(napi_env env, napi_callback_info info) {
 static napi_value wlb_abort(napi_env env, napi_callback_info info) {
   napi_value argv[1], result;
   wlb_thread_t *t;
-  wlb_req_t *r;
+  wl_request_t *req;
   int removed;
 
   if (wlb__args(env, info, 1, argv, &t) != 0 ||
-      (r = wlb__req_arg(env, t, argv[0])) == NULL)
+      (req = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
-  removed = wl_abort(&r->req);
+  removed = wl_abort(req);
   if (removed < 0)
     return wlb__throw_code(env, removed);
   if (removed)
-    wlb__free(t, r);
+    wlb__free(t, req);
   WLB_CALL(env, napi_get_boolean(env, removed, &result));
   return result;
 }
