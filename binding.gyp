@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "web_locks",
-      "sources": ["src/wl-core.c", "src/wl-names.c", "src/wl-region.c", "src/wl-recover.c", "src/wl-live.c", "src/wl-wake.c", "src/wl-watch.c", "src/wl-segment.c", "src/binding.c"],
+      "sources": ["src/wl-api.c", "src/wl-local.c", "src/wl-shared.c", "src/wl-region.c", "src/wl-recover.c", "src/wl-live.c", "src/wl-wake.c", "src/wl-watch.c", "src/wl-segment.c", "src/binding.c"],
       "defines": ["NAPI_VERSION=8"],
       "cflags_c": ["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "xcode_settings": {

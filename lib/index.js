@@ -21,10 +21,10 @@ const {
 const { processBackend } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
 
-const EXCLUSIVE = 0
+// A native request's mode (bit 0) and flags (the bits above).
 const SHARED = 1
-const IF_AVAILABLE = 1
-const STEAL = 2
+const IF_AVAILABLE = 2
+const STEAL = 4
 const EV_GRANTED = 1
 const EV_UNAVAILABLE = 2
 const EV_STOLEN = 4
@@ -56,22 +56,29 @@ const resolved = PromiseResolve()
 const kToken = Symbol('web-locks')
 const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, signalOps: undefined, steal: false })
 
-// This thread's requests, indexed by native id (small integers, reused). The
-// binding's exports object is one per thread even when this file is evaluated
-// more than once (test runners with per-file module registries), so the table
-// lives there. Without a prototype, no index setter of Array.prototype can
-// intercept a store.
-const requests = Object.hasOwn(binding, 'requests') ? binding.requests : createRequestTable()
+// This thread's requests, indexed by native id (small integers, reused), and
+// the Uint32Array through which the binding passes numbers without making JS
+// values: a native request's result (IO_RESULT), and the id and events of
+// the delivery it dispatches (IO_ID, IO_EVENTS). The binding's exports
+// object is one per thread even when this file is evaluated more than once
+// (test runners with per-file module registries), so both live there.
+// Without a prototype, no index setter of Array.prototype can intercept a
+// store.
+const IO_RESULT = 0
+const IO_ID = 1
+const IO_EVENTS = 2
+if (!Object.hasOwn(binding, 'requests')) setUp()
+const { requests, io } = binding
 
-function createRequestTable () {
+function setUp () {
   const table = []
   Object.setPrototypeOf(table, null)
-  binding.setup(function dispatch (id, events) {
-    const request = table[id]
-    if (request !== undefined) request.deliver(events)
+  const io = binding.setup(function dispatch () {
+    const request = table[io[IO_ID]]
+    if (request !== undefined) request.deliver(io[IO_EVENTS])
   }, randomUUID())
+  Object.defineProperty(binding, 'io', { value: io })
   Object.defineProperty(binding, 'requests', { value: table })
-  return table
 }
 
 function stolenError () {
@@ -89,7 +96,6 @@ class LockRequest {
   backend
   name
   options
-  mode
   callback
   resolve = undefined
   reject = undefined
@@ -102,7 +108,6 @@ class LockRequest {
     this.backend = backend
     this.name = name
     this.options = options
-    this.mode = options.mode
     this.callback = callback
   }
 
@@ -111,11 +116,11 @@ class LockRequest {
     if (events & EV_GRANTED) {
       this.held = true
       this.grant = undefined
-      grant()
+      grant(this)
     } else if (events & EV_UNAVAILABLE) {
       requests[this.id] = undefined
       this.grant = undefined
-      grant()
+      grant(this)
     }
     // After the grant: its callback is queued first, as in the spec.
     if (events & EV_STOLEN) this.settle(false, stolenError(), STOLEN)
@@ -137,11 +142,11 @@ class LockRequest {
       }
     }
     const channel = this.held ? grantChannel : missChannel
-    if (channel.hasSubscribers) channel.publish(this.diagnostics || { name: this.name, mode: this.mode })
+    if (channel.hasSubscribers) channel.publish(this.diagnostics || { name: this.name, mode: this.options.mode })
     const callback = this.callback
     let result
     try {
-      result = callback(this.held ? new Lock(kToken, this.name, this.mode) : null)
+      result = callback(this.held ? new Lock(kToken, this.name, this.options.mode) : null)
     } catch (error) {
       // As a rejected waiting promise: released in a microtask, after those
       // the callback queued.
@@ -154,8 +159,10 @@ class LockRequest {
   // The spec's "resolve waiting with r", and the release upon its
   // settlement: r's then is read once and a thenable is adopted; a plain
   // value releases in a microtask, after those the callback queued. A native
-  // promise is adopted with one reaction, without the wrapper promise of
-  // new Promise((resolve) => resolve(r)).
+  // promise is adopted with one reaction (adoptNative), without the wrapper
+  // promise of new Promise((resolve) => resolve(r)); the spec calls then in
+  // a microtask, but for the built-in then, calling it now only registers a
+  // reaction, which nothing can observe.
   wait (result) {
     if (result === null || (typeof result !== 'object' && typeof result !== 'function')) {
       PromisePrototypeThen(resolved, () => this.finish(true, result))
@@ -172,6 +179,10 @@ class LockRequest {
       PromisePrototypeThen(resolved, () => this.finish(true, result))
       return
     }
+    if (then === nativeThen) {
+      adoptNative(this, result)
+      return
+    }
     let called = false
     const onFulfilled = (value) => {
       if (called) return
@@ -183,17 +194,13 @@ class LockRequest {
       called = true
       this.finish(false, error)
     }
-    const adopt = () => {
+    PromisePrototypeThen(resolved, () => {
       try {
         ReflectApply(then, result, [onFulfilled, onRejected])
       } catch (error) {
         onRejected(error)
       }
-    }
-    // The spec calls then in a microtask; for the built-in then, calling it
-    // now only registers a reaction, which nothing can observe.
-    if (then === nativeThen) adopt()
-    else PromisePrototypeThen(resolved, adopt)
+    })
   }
 
   release () {
@@ -214,7 +221,7 @@ class LockRequest {
     this.settled = true
     if (endChannel.hasSubscribers) {
       const { ifAvailable, steal } = this.options
-      const payload = { name: this.name, mode: this.mode, ifAvailable, steal, error: ok ? undefined : value }
+      const payload = { name: this.name, mode: this.options.mode, ifAvailable, steal, error: ok ? undefined : value }
       WeakMapPrototypeSet(endings, payload, { start: this.diagnostics, ending })
       endChannel.publish(payload)
     }
@@ -239,6 +246,26 @@ class LockRequest {
     const { signal } = this.options
     if (signal !== undefined) unwatch(signal, this)
     this.settle(false, closedError(), FAILED)
+  }
+}
+
+// One reaction, shared by every request, runs the request its promise was
+// resolved with: the request itself, which is never thenable, whatever
+// Object.prototype holds. (Not its id: close() frees the ids of a closed
+// manager's requests, granted ones whose reaction has yet to run included.)
+Object.defineProperty(LockRequest.prototype, 'then', { value: undefined })
+
+function runGranted (request) {
+  request.run()
+}
+
+// A native promise's then calls at most one of its reactions, once: no
+// guard, and closures that hold only the request.
+function adoptNative (request, promise) {
+  try {
+    PromisePrototypeThen(promise, (value) => request.wait(value), (error) => request.finish(false, error))
+  } catch (error) {
+    request.finish(false, error)
   }
 }
 
@@ -345,18 +372,17 @@ function requestLock (backend, name, options, callback) {
   const request = new LockRequest(backend, name, options, callback)
   // Chained now, so that the callback runs in the async context of the
   // request() call whichever thread's release granted the lock. Resolved
-  // with undefined: any object could be made thenable by user code.
+  // with nothing anyone can make thenable (see runGranted).
   const granted = new SafePromise((resolve) => { request.grant = resolve })
   // An executor that cannot run (at the stack limit) leaves its promise
   // rejected with the RangeError: that promise is then the caller's.
   if (request.grant === undefined) return granted
-  PromisePrototypeThen(granted, () => request.run())
+  PromisePrototypeThen(granted, runGranted)
   const promise = new SafePromise((resolve, reject) => {
     request.resolve = resolve
     request.reject = reject
   })
   if (request.reject === undefined) return promise
-  let result
   try {
     // The abort steps are in place before anything user-visible runs (a
     // start subscriber may abort the signal).
@@ -364,13 +390,13 @@ function requestLock (backend, name, options, callback) {
       watch(signal, request)
       if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
     }
-    result = backend.request(name, mode === 'shared' ? SHARED : EXCLUSIVE,
-      (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
+    backend.request(name, (mode === 'shared' ? SHARED : 0) | (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
   } catch (error) {
     request.settled = true // never made: its abort steps must do nothing
     if (signal !== undefined) unwatch(signal, request)
     throw error
   }
+  const result = io[IO_RESULT]
   const id = result >>> 1
   request.id = id
   requests[id] = request
@@ -384,7 +410,7 @@ function requestLock (backend, name, options, callback) {
 }
 
 function publishStart (request, queued) {
-  const payload = { name: request.name, mode: request.mode }
+  const payload = { name: request.name, mode: request.options.mode }
   request.diagnostics = payload
   if (queued) WeakMapPrototypeSet(queuedStarts, payload, true)
   startChannel.publish(payload)

@@ -72,9 +72,9 @@ function hostBackend (binding, handle, file) {
   const backend = {
     file,
     closed: false,
-    request (name, mode, flags) {
+    request (name, how) {
       try {
-        return scopeRequest(handle, name, mode, flags)
+        scopeRequest(handle, name, how)
       } catch (error) {
         throw translate(error)
       }

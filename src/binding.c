@@ -46,11 +46,15 @@
   ((type *)((char *)(ptr) - offsetof(type, member)))
 #define WLB_DRAIN_BUDGET 1024
 
-typedef struct {
-  wl_request_t req;
-  uint32_t id;
-  unsigned char waiting; /* counted in wlb_thread_t.waiting */
-} wlb_req_t;
+/* The numbers in a thread's io array. */
+enum { WLB_IO_RESULT, WLB_IO_ID, WLB_IO_EVENTS, WLB_IO };
+
+/* Request handles per chunk (see wlb_thread_t.chunks), and the most ids a
+ * thread may use: an id << 2 fits a handle's data, id * 2 + 1 a uint32. */
+#define WLB_CHUNK 256
+#define WLB_MAX_IDS ((uint32_t)1 << 29)
+/* In a used slot's data: the request is not yet granted. */
+#define WLB_WAITING 2
 
 /* A shared manager, mapped once per process however many threads open it.
  * It is found again by its file's identity, not its path: a file removed
@@ -65,37 +69,47 @@ typedef struct wlb_segment_s {
 
 typedef struct wlb_thread_s wlb_thread_t;
 
+/* A thread's agent of a shared manager. Its agent.data is the thread, as
+ * for the process-wide manager's. */
 typedef struct {
-  wl_agent_t agent; /* agent.data points here */
+  wl_agent_t agent;
   wlb_thread_t *t;
-  wlb_segment_t *seg; /* NULL for the process-wide manager */
-  uv_poll_t poll;     /* a shared manager's: its FIFO */
+  wlb_segment_t *seg;
+  uv_poll_t poll;       /* its FIFO */
   unsigned char closed; /* wl_agent_close() ran: its records are gone */
 } wlb_agent_t;
 
 struct wlb_thread_s {
-  wlb_agent_t local; /* of the process-wide manager */
+  wl_agent_t agent; /* of the process-wide manager */
   /* Agents of shared managers, indexed by the handle lib/ holds. */
   wlb_agent_t **scopes;
   uint32_t nscopes;
+  uv_loop_t *loop;
   uv_async_t async; /* woken by other threads */
   uv_check_t check; /* woken by this thread: drains after this poll phase */
   uv_idle_t idle;   /* keeps that poll phase from blocking meanwhile */
   int open_handles;
   napi_env env;
   napi_ref exports;  /* returned again if this thread loads the addon twice */
-  napi_ref dispatch; /* JS (id, events) => void, set by setup() */
+  napi_ref dispatch; /* JS () => void, set by setup(): reads io */
+  /* setup()'s Uint32Array of WLB_IO numbers passed to JS without making a
+   * JS value (a handle and a Node-API call each): request()'s result, and
+   * the id and events of the delivery being dispatched. */
+  napi_ref io_ref;
+  uint32_t *io;
   napi_async_context actx;
   napi_async_cleanup_hook_handle hook;
-  /* Slot table: a used slot holds a wlb_req_t pointer, a free one holds
-   * (next free id + 1) << 1 | 1, so the free list costs no extra memory. */
-  uintptr_t *slots;
-  uint32_t nslots;
-  uint32_t cap;
+  /* Request handles in slots, in chunks of WLB_CHUNK that never move (the
+   * core maps mail back to a handle's address); a request's id is its
+   * slot's index. A handle's data is the binding's: id << 2, or-ed with
+   * WLB_WAITING, in a used slot, (next free id + 1) << 1 | 1 in a free one,
+   * so that the free list costs no extra memory. */
+  wl_request_t **chunks;
+  uint32_t nchunks;
+  uint32_t cap;       /* of chunks */
   uint32_t free_head; /* id + 1 of the first free slot, 0 if none */
   size_t waiting;     /* requests not yet granted: they keep the loop alive */
-  wlb_req_t *spare;   /* request structs to reuse, linked by req.data */
-  uv_loop_t *loop;
+  pthread_t thread;   /* the thread whose agent this is */
 };
 
 static void wlb__throw_last(napi_env env) {
@@ -111,71 +125,80 @@ static void wlb__throw_last(napi_env env) {
     napi_throw_error(env, NULL, "web-locks: Node-API call failed");
 }
 
-static wlb_thread_t *wlb__thread(napi_env env) {
-  void *data = NULL;
-
-  if (napi_get_instance_data(env, &data) != napi_ok)
-    return NULL;
-  return data;
+static wl_request_t *wlb__slot(const wlb_thread_t *t, uint32_t id) {
+  return &t->chunks[id / WLB_CHUNK][id % WLB_CHUNK];
 }
 
-static int wlb__slot_alloc(wlb_thread_t *t, wlb_req_t *r) {
-  uint32_t id;
+static uint32_t wlb__id(const wl_request_t *req) {
+  return (uint32_t)((uintptr_t)req->data >> 2);
+}
 
-  if (t->free_head != 0) {
-    id = t->free_head - 1;
-    t->free_head = (uint32_t)(t->slots[id] >> 1);
-  } else {
-    if (t->nslots == t->cap) {
-      uint32_t cap = t->cap ? t->cap * 2 : 64;
-      uintptr_t *slots;
-      if (cap <= t->cap || cap > UINT32_MAX / 2)
-        return WL_ENOMEM;
-      slots = realloc(t->slots, cap * sizeof(*slots));
-      if (slots == NULL)
-        return WL_ENOMEM;
-      t->slots = slots;
-      t->cap = cap;
-    }
-    id = t->nslots++;
+/* Adds a chunk of free slots. Returns 0 or WL_ENOMEM. */
+static int wlb__grow(wlb_thread_t *t) {
+  wl_request_t *chunk;
+  uint32_t i, base = t->nchunks * WLB_CHUNK;
+
+  if (t->nchunks == t->cap) {
+    uint32_t cap = t->cap ? t->cap * 2 : 4;
+    wl_request_t **chunks;
+    if ((uint64_t)cap * WLB_CHUNK > WLB_MAX_IDS)
+      return WL_ENOMEM;
+    chunks = realloc(t->chunks, cap * sizeof(*chunks));
+    if (chunks == NULL)
+      return WL_ENOMEM;
+    t->chunks = chunks;
+    t->cap = cap;
   }
-  t->slots[id] = (uintptr_t)r;
-  r->id = id;
+  chunk = malloc(WLB_CHUNK * sizeof(*chunk));
+  if (chunk == NULL)
+    return WL_ENOMEM;
+  t->chunks[t->nchunks++] = chunk;
+  for (i = WLB_CHUNK; i-- > 0;) {
+    chunk[i].data = (void *)((uintptr_t)t->free_head << 1 | 1);
+    t->free_head = base + i + 1;
+  }
   return 0;
 }
 
-static wlb_req_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id) {
-  if (id >= t->nslots || (t->slots[id] & 1))
+/* A free slot's handle, now used; NULL when out of memory. */
+static wl_request_t *wlb__slot_alloc(wlb_thread_t *t) {
+  wl_request_t *req;
+  uint32_t id;
+
+  if (t->free_head == 0 && wlb__grow(t) != 0)
     return NULL;
-  return (wlb_req_t *)t->slots[id];
+  id = t->free_head - 1;
+  req = wlb__slot(t, id);
+  t->free_head = (uint32_t)((uintptr_t)req->data >> 1);
+  req->data = (void *)((uintptr_t)id << 2);
+  return req;
 }
 
-static void wlb__unwait(wlb_thread_t *t, wlb_req_t *r) {
-  if (!r->waiting)
+/* The handle in used slot id, or NULL. */
+static wl_request_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id) {
+  wl_request_t *req;
+
+  if (id / WLB_CHUNK >= t->nchunks)
+    return NULL;
+  req = wlb__slot(t, id);
+  return (uintptr_t)req->data & 1 ? NULL : req;
+}
+
+static void wlb__unwait(wlb_thread_t *t, wl_request_t *req) {
+  if (!((uintptr_t)req->data & WLB_WAITING))
     return;
-  r->waiting = 0;
+  req->data = (void *)((uintptr_t)req->data & ~(uintptr_t)WLB_WAITING);
   if (--t->waiting == 0)
     uv_unref((uv_handle_t *)&t->async);
 }
 
-/* The core no longer references r: give its slot back, and keep r for the
- * next request (a request costs no malloc once the thread has warmed up). */
-static void wlb__free(wlb_thread_t *t, wlb_req_t *r) {
-  wlb__unwait(t, r);
-  t->slots[r->id] = ((uintptr_t)t->free_head << 1) | 1;
-  t->free_head = r->id + 1;
-  r->req.data = t->spare;
-  t->spare = r;
-}
+/* The core no longer references req: give its slot back. */
+static void wlb__free(wlb_thread_t *t, wl_request_t *req) {
+  uint32_t id = wlb__id(req);
 
-/* A request struct: one given back earlier, or a new one. */
-static wlb_req_t *wlb__new(wlb_thread_t *t) {
-  wlb_req_t *r = t->spare;
-
-  if (r == NULL)
-    return malloc(sizeof(*r));
-  t->spare = r->req.data;
-  return r;
+  wlb__unwait(t, req);
+  req->data = (void *)((uintptr_t)t->free_head << 1 | 1);
+  t->free_head = id + 1;
 }
 
 /* The thread this code runs on, if it has loaded the addon. */
@@ -192,31 +215,25 @@ static void wlb__wake_self(wlb_thread_t *t) {
 /* Called under the manager's mutex from any thread. The handles are valid:
  * teardown closes the agent (under the same mutex) before closing them. */
 static void wlb__notify(wl_agent_t *agent) {
-  wlb_thread_t *t = ((wlb_agent_t *)agent->data)->t;
+  wlb_thread_t *t = agent->data;
 
-  if (t == wlb__self)
+  if (pthread_equal(pthread_self(), t->thread))
     wlb__wake_self(t);
   else
     uv_async_send(&t->async);
 }
 
-static void wlb__dispatch(wlb_thread_t *t, uint32_t id, unsigned events) {
+/* Calls the dispatcher fn with an event, which it reads from io. */
+static void wlb__dispatch(wlb_thread_t *t, napi_value fn, uint32_t id,
+                          unsigned events) {
   napi_env env = t->env;
-  napi_handle_scope scope;
-  napi_value fn, recv, argv[2];
   napi_status status;
   bool pending = false;
 
-  if (napi_open_handle_scope(env, &scope) != napi_ok)
-    return;
-  status = napi_get_reference_value(env, t->dispatch, &fn);
-  recv = fn; /* `this` for the dispatcher; Node wants an object */
-  if (status == napi_ok)
-    status = napi_create_uint32(env, id, &argv[0]);
-  if (status == napi_ok)
-    status = napi_create_uint32(env, events, &argv[1]);
-  if (status == napi_ok)
-    status = napi_make_callback(env, t->actx, recv, fn, 2, argv, NULL);
+  t->io[WLB_IO_ID] = id;
+  t->io[WLB_IO_EVENTS] = events;
+  /* fn is its own `this`: Node wants an object. */
+  status = napi_make_callback(env, t->actx, fn, fn, 0, NULL, NULL);
   /* The dispatcher does not throw; if it ever does, report it as Node
    * reports any exception thrown from a callback. A failure without an
    * exception means the thread is stopping: its teardown frees everything. */
@@ -226,26 +243,27 @@ static void wlb__dispatch(wlb_thread_t *t, uint32_t id, unsigned events) {
     if (napi_get_and_clear_last_exception(env, &error) == napi_ok)
       napi_fatal_exception(env, error);
   }
-  napi_close_handle_scope(env, scope);
 }
 
 /* Delivers an agent's mailbox, including events that arrive meanwhile (a
  * callback that requests again), up to a budget shared by the thread's
  * agents, so that timers and I/O are not starved; what is left is delivered
- * after this poll phase. Returns 0 once the budget is spent. */
-static int wlb__drain_agent(wlb_thread_t *t, wlb_agent_t *a, unsigned *budget) {
+ * after this poll phase. Returns 0 once the budget is spent. `closed` is
+ * set when a callback closes the agent's manager. */
+static int wlb__deliver(wlb_thread_t *t, wl_agent_t *agent,
+                        const unsigned char *closed, napi_value fn,
+                        unsigned *budget) {
   wl_request_t *req;
   unsigned events;
 
-  while (!a->closed && (req = wl_agent_next(&a->agent, &events)) != NULL) {
-    wlb_req_t *r = wlb__container_of(req, wlb_req_t, req);
+  while (!*closed && (req = wl_agent_next(agent, &events)) != NULL) {
     if (events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE))
-      wlb__unwait(t, r);
+      wlb__unwait(t, req);
     /* An unavailable request is done with the core; free it after the call,
      * so that its id cannot be reused while the call runs. */
-    wlb__dispatch(t, r->id, events);
+    wlb__dispatch(t, fn, wlb__id(req), events);
     if (events & WL_EV_UNAVAILABLE)
-      wlb__free(t, r);
+      wlb__free(t, req);
     if (--*budget == 0) {
       wlb__wake_self(t);
       return 0;
@@ -255,18 +273,28 @@ static int wlb__drain_agent(wlb_thread_t *t, wlb_agent_t *a, unsigned *budget) {
 }
 
 /* A wake-up does not say which agent it is for: every agent's mailbox is
- * looked at (a thread has one or a few). A callback may close a shared
- * manager, so each is looked up again by its index. */
+ * looked at (a thread has one or a few), each shared manager's agent looked
+ * up again by its index, since a callback may close it. One handle scope and
+ * one lookup of the dispatcher for the whole drain: a delivery makes no JS
+ * value. */
 static void wlb__drain(wlb_thread_t *t) {
+  static const unsigned char open = 0;
   unsigned budget = WLB_DRAIN_BUDGET;
+  napi_handle_scope scope;
+  napi_value fn;
   uint32_t i;
 
-  if (!wlb__drain_agent(t, &t->local, &budget))
+  if (napi_open_handle_scope(t->env, &scope) != napi_ok)
     return;
-  for (i = 0; i < t->nscopes; i++) {
-    if (t->scopes[i] != NULL && !wlb__drain_agent(t, t->scopes[i], &budget))
-      return;
+  if (napi_get_reference_value(t->env, t->dispatch, &fn) == napi_ok &&
+      wlb__deliver(t, &t->agent, &open, fn, &budget)) {
+    for (i = 0; i < t->nscopes; i++) {
+      wlb_agent_t *a = t->scopes[i];
+      if (a != NULL && !wlb__deliver(t, &a->agent, &a->closed, fn, &budget))
+        break;
+    }
   }
+  napi_close_handle_scope(t->env, scope);
 }
 
 static void wlb__on_async(uv_async_t *async) {
@@ -281,7 +309,7 @@ static void wlb__on_check(uv_check_t *check) {
   wlb__drain(t);
 }
 
-/* Shared managers open in this process, by path. */
+/* Shared managers open in this process. */
 static pthread_mutex_t wlb__segments_mutex = PTHREAD_MUTEX_INITIALIZER;
 static wlb_segment_t *wlb__segments;
 
@@ -346,7 +374,6 @@ static void wlb__closed(wlb_thread_t *t) {
   if (t->hook != NULL)
     napi_remove_async_cleanup_hook(t->hook);
   free(t->scopes);
-  free(t->slots);
   free(t);
 }
 
@@ -372,10 +399,10 @@ static void wlb__close_scope(wlb_thread_t *t, uint32_t h) {
   wlb__segment_unref(a->seg);
   a->closed = 1;
   t->scopes[h] = NULL;
-  for (id = 0; id < t->nslots; id++) {
-    wlb_req_t *r = wlb__slot_get(t, id);
-    if (r != NULL && r->req.agent == &a->agent)
-      wlb__free(t, r);
+  for (id = 0; id < t->nchunks * WLB_CHUNK; id++) {
+    wl_request_t *req = wlb__slot_get(t, id);
+    if (req != NULL && req->agent == &a->agent)
+      wlb__free(t, req);
   }
   uv_close((uv_handle_t *)&a->poll, wlb__on_poll_close);
 }
@@ -387,6 +414,8 @@ static void wlb__drop_js(wlb_thread_t *t) {
 
   if (t->dispatch != NULL && napi_delete_reference(env, t->dispatch) != napi_ok)
     t->dispatch = NULL;
+  if (t->io_ref != NULL && napi_delete_reference(env, t->io_ref) != napi_ok)
+    t->io_ref = NULL;
   if (napi_delete_reference(env, t->exports) != napi_ok)
     t->exports = NULL;
   if (napi_async_destroy(env, t->actx) != napi_ok)
@@ -406,55 +435,49 @@ static void wlb__close_handles(wlb_thread_t *t) {
  * this thread's requests, hence none can signal the handle we then close. */
 static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
   wlb_thread_t *t = arg;
-  uint32_t id;
+  uint32_t i;
 
+  for (i = 0; i < t->nscopes; i++) {
+    if (t->scopes[i] != NULL)
+      wlb__close_scope(t, i);
+  }
   if (t->dispatch != NULL)
-    wl_agent_close(&t->local.agent);
-  for (id = 0; id < t->nscopes; id++) {
-    if (t->scopes[id] != NULL)
-      wlb__close_scope(t, id);
-  }
-  for (id = 0; id < t->nslots; id++) {
-    if (!(t->slots[id] & 1))
-      free((wlb_req_t *)t->slots[id]);
-  }
-  while (t->spare != NULL) {
-    wlb_req_t *r = t->spare;
-    t->spare = r->req.data;
-    free(r);
-  }
+    wl_agent_close(&t->agent);
+  for (i = 0; i < t->nchunks; i++)
+    free(t->chunks[i]);
+  free(t->chunks);
   wlb__drop_js(t);
   wlb__close_handles(t);
 }
 
-/* Gets the n arguments of an internal call and this thread's state. Returns
- * 0, or 1 with an exception pending. */
+/* Gets the n arguments of an internal call and this thread's state (each
+ * function's data). Returns 0, or 1 with an exception pending. */
 static int wlb__args(napi_env env, napi_callback_info info, size_t n,
                      napi_value *argv, wlb_thread_t **t) {
   size_t argc = n;
 
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)t) != napi_ok) {
     wlb__throw_last(env);
     return 1;
   }
-  *t = wlb__thread(env);
-  if (*t == NULL || argc < n) {
+  if (argc < n) {
     napi_throw_type_error(env, NULL, "web-locks: bad internal call");
     return 1;
   }
   return 0;
 }
 
-static wlb_req_t *wlb__req_arg(napi_env env, wlb_thread_t *t, napi_value v) {
+static wl_request_t *wlb__req_arg(napi_env env, wlb_thread_t *t,
+                                  napi_value v) {
   uint32_t id;
-  wlb_req_t *r;
+  wl_request_t *req;
 
   if (napi_get_value_uint32(env, v, &id) != napi_ok ||
-      (r = wlb__slot_get(t, id)) == NULL) {
+      (req = wlb__slot_get(t, id)) == NULL) {
     napi_throw_type_error(env, NULL, "web-locks: unknown request id");
     return NULL;
   }
-  return r;
+  return req;
 }
 
 static napi_value wlb__throw_code(napi_env env, int rc) {
@@ -485,9 +508,27 @@ static const char *wlb__code_name(int rc) {
   }
 }
 
-/* setup(dispatch, clientId): called once per thread by lib/. */
+/* Makes t's io array. Returns 0, or 1 with an exception pending. */
+static int wlb__make_io(napi_env env, wlb_thread_t *t) {
+  napi_value buffer, array;
+  void *data;
+
+  if (napi_create_arraybuffer(env, WLB_IO * sizeof(uint32_t), &data,
+                              &buffer) != napi_ok ||
+      napi_create_typedarray(env, napi_uint32_array, WLB_IO, buffer, 0,
+                             &array) != napi_ok ||
+      napi_create_reference(env, array, 1, &t->io_ref) != napi_ok) {
+    wlb__throw_last(env);
+    return 1;
+  }
+  t->io = data;
+  return 0;
+}
+
+/* setup(dispatch, clientId) -> the thread's io array: called once per
+ * thread by lib/. */
 static napi_value wlb_setup(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
+  napi_value argv[2], io;
   wlb_thread_t *t;
   napi_valuetype type;
   char client_id[WL_CLIENT_ID_MAX + 1];
@@ -503,15 +544,17 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   }
   WLB_CALL(env, napi_get_value_string_latin1(env, argv[1], client_id,
                                              sizeof(client_id), &len));
+  if (t->io_ref == NULL && wlb__make_io(env, t) != 0)
+    return NULL;
+  WLB_CALL(env, napi_get_reference_value(env, t->io_ref, &io));
   if (wl_local() == NULL)
     return wlb__throw_code(env, WL_ENOMEM);
-  rc = wl_agent_init(wl_local(), &t->local.agent, client_id, len, wlb__notify);
+  rc = wl_agent_init(wl_local(), &t->agent, client_id, len, wlb__notify);
   if (rc != 0)
     return wlb__throw_code(env, rc);
-  t->local.agent.data = &t->local;
-  t->local.t = t;
+  t->agent.data = t;
   WLB_CALL(env, napi_create_reference(env, argv[0], 1, &t->dispatch));
-  return argv[0];
+  return io;
 }
 
 
@@ -543,103 +586,80 @@ fail:
   return 1;
 }
 
-/* Makes a request's two possible results (queued, granted at once) before
- * the request, so that nothing can fail once the core has it. */
-static int wlb__results(napi_env env, uint32_t id, napi_value out[2]) {
-  return napi_create_uint32(env, id * 2, &out[0]) != napi_ok ||
-         napi_create_uint32(env, id * 2 + 1, &out[1]) != napi_ok;
-}
-
-/* Allocates r with its slot and results, and makes the request. Returns
- * WL_GRANTED_AT_ONCE or 0 with *out set, or an error code with nothing left
- * behind (1: a Node-API failure, with its exception pending). */
-static int wlb__make(napi_env env, wlb_thread_t *t, wlb_agent_t *a,
-                     const char16_t *name, size_t len, uint32_t mode,
-                     uint32_t flags, napi_value *out) {
-  napi_value results[2];
-  wlb_req_t *r = wlb__new(t);
+/* Makes the request in a new slot: how is the mode (bit 0) and the flags
+ * (the bits above) of wl.h. Returns 0 with the result stored, or an error
+ * code with nothing left behind. */
+static int wlb__make(wlb_thread_t *t, wl_agent_t *agent, const char16_t *name,
+                     size_t len, uint32_t how) {
+  wl_request_t *req = wlb__slot_alloc(t);
   int rc;
 
-  if (r == NULL)
+  if (req == NULL)
     return WL_ENOMEM;
-  r->waiting = 0;
-  if ((rc = wlb__slot_alloc(t, r)) != 0) {
-    r->req.data = t->spare;
-    t->spare = r;
-    return rc;
-  }
-  if (wlb__results(env, r->id, results) != 0) {
-    wlb__free(t, r);
-    return 1;
-  }
-  rc = wl_request(&a->agent, &r->req, (const uint16_t *)name, len,
-                  (wl_mode_t)mode, flags);
+  rc = wl_request(agent, req, (const uint16_t *)name, len,
+                  (wl_mode_t)(how & 1), how >> 1);
   if (rc < 0) {
-    wlb__free(t, r);
+    wlb__free(t, req);
     return rc;
   }
-  r->waiting = 1;
+  req->data = (void *)((uintptr_t)req->data | WLB_WAITING);
   if (t->waiting++ == 0)
     uv_ref((uv_handle_t *)&t->async);
-  *out = results[rc == WL_GRANTED_AT_ONCE];
+  t->io[WLB_IO_RESULT] = wlb__id(req) * 2 + (rc == WL_GRANTED_AT_ONCE);
   return 0;
 }
 
-/* Makes a request of agent a from the JS arguments (name, mode, flags). */
-static napi_value wlb__request(napi_env env, wlb_thread_t *t, wlb_agent_t *a,
-                               napi_value *argv) {
-  napi_value result = NULL;
-  uint32_t mode, flags;
+/* Makes a request of agent from the JS arguments (name, how). */
+static napi_value wlb__request(napi_env env, wlb_thread_t *t,
+                               wl_agent_t *agent, napi_value *argv) {
+  uint32_t how;
   size_t len;
   char16_t stack[WLB_NAME_STACK];
   char16_t *name;
   int rc;
 
-  WLB_CALL(env, napi_get_value_uint32(env, argv[1], &mode));
-  WLB_CALL(env, napi_get_value_uint32(env, argv[2], &flags));
+  WLB_CALL(env, napi_get_value_uint32(env, argv[1], &how));
   if (wlb__get_name(env, argv[0], stack, &name, &len) != 0)
     return NULL;
-  rc = wlb__make(env, t, a, name, len, mode, flags, &result);
+  rc = wlb__make(t, agent, name, len, how);
   if (name != stack)
     free(name);
-  if (rc == 1)
-    wlb__throw_last(env);
-  else if (rc < 0)
+  if (rc < 0)
     wlb__throw_code(env, rc);
-  return result;
+  return NULL;
 }
 
-/* request(name, mode, flags) -> id * 2 + 1 if the lock was free, id * 2 if
- * the request waits (or misses). Validation is lib/'s; this only refuses what
- * would corrupt the manager. Either the request is made and its id returned,
- * or it throws and the core never saw it. */
+/* request(name, how) sets the io result to id * 2 + 1 if the lock was free,
+ * id * 2 if the request waits (or misses). Validation is lib/'s; this
+ * only refuses what would corrupt the manager. Either the request is made
+ * and its result stored, or it throws and the core never saw it. */
 static napi_value wlb_request(napi_env env, napi_callback_info info) {
-  napi_value argv[3];
+  napi_value argv[2];
   wlb_thread_t *t;
 
-  if (wlb__args(env, info, 3, argv, &t) != 0)
+  if (wlb__args(env, info, 2, argv, &t) != 0)
     return NULL;
   if (t->dispatch == NULL) {
     napi_throw_error(env, NULL, "web-locks: not set up");
     return NULL;
   }
-  return wlb__request(env, t, &t->local, argv);
+  return wlb__request(env, t, &t->agent, argv);
 }
 
 /* release(id) -> whether the lock was still held (false: it was stolen). */
 static napi_value wlb_release(napi_env env, napi_callback_info info) {
   napi_value argv[1], result;
   wlb_thread_t *t;
-  wlb_req_t *r;
+  wl_request_t *req;
   int held;
 
   if (wlb__args(env, info, 1, argv, &t) != 0 ||
-      (r = wlb__req_arg(env, t, argv[0])) == NULL)
+      (req = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
-  held = wl_release(&r->req);
+  held = wl_release(req);
   if (held < 0)
     return wlb__throw_code(env, held);
-  wlb__free(t, r);
+  wlb__free(t, req);
   WLB_CALL(env, napi_get_boolean(env, held, &result));
   return result;
 }
@@ -648,17 +668,17 @@ static napi_value wlb_release(napi_env env, napi_callback_info info) {
 static napi_value wlb_abort(napi_env env, napi_callback_info info) {
   napi_value argv[1], result;
   wlb_thread_t *t;
-  wlb_req_t *r;
+  wl_request_t *req;
   int removed;
 
   if (wlb__args(env, info, 1, argv, &t) != 0 ||
-      (r = wlb__req_arg(env, t, argv[0])) == NULL)
+      (req = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
-  removed = wl_abort(&r->req);
+  removed = wl_abort(req);
   if (removed < 0)
     return wlb__throw_code(env, removed);
   if (removed)
-    wlb__free(t, r);
+    wlb__free(t, req);
   WLB_CALL(env, napi_get_boolean(env, removed, &result));
   return result;
 }
@@ -711,7 +731,7 @@ static int wlb__join(wlb_thread_t *t, wlb_agent_t *a, const char *path,
   if (rc != 0)
     return rc;
   a->t = t;
-  a->agent.data = a;
+  a->agent.data = t;
   rc = wl_agent_init(a->seg->m, &a->agent, client_id, client_id_len,
                      wlb__notify);
   if (rc != 0) {
@@ -785,16 +805,16 @@ static napi_value wlb_open(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* scopeRequest(handle, name, mode, flags): request() of a shared manager. */
+/* scopeRequest(handle, name, how): request() of a shared manager. */
 static napi_value wlb_scope_request(napi_env env, napi_callback_info info) {
-  napi_value argv[4];
+  napi_value argv[3];
   wlb_thread_t *t;
   wlb_agent_t *a;
 
-  if (wlb__args(env, info, 4, argv, &t) != 0 ||
+  if (wlb__args(env, info, 3, argv, &t) != 0 ||
       (a = wlb__scope_arg(env, t, argv[0])) == NULL)
     return NULL;
-  return wlb__request(env, t, a, argv + 1);
+  return wlb__request(env, t, &a->agent, argv + 1);
 }
 
 /* close(handle): this thread leaves the manager (spec 2.6). */
@@ -895,17 +915,18 @@ static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
   return wlb__query(env, a->seg->m);
 }
 
-static napi_value wlb__define(napi_env env, napi_value exports) {
+static napi_value wlb__define(napi_env env, napi_value exports,
+                              wlb_thread_t *t) {
   napi_property_descriptor props[] = {
-      {"setup", NULL, wlb_setup, NULL, NULL, NULL, napi_default, NULL},
-      {"request", NULL, wlb_request, NULL, NULL, NULL, napi_default, NULL},
-      {"release", NULL, wlb_release, NULL, NULL, NULL, napi_default, NULL},
-      {"abort", NULL, wlb_abort, NULL, NULL, NULL, napi_default, NULL},
-      {"query", NULL, wlb_query, NULL, NULL, NULL, napi_default, NULL},
-      {"open", NULL, wlb_open, NULL, NULL, NULL, napi_default, NULL},
-      {"scopeRequest", NULL, wlb_scope_request, NULL, NULL, NULL, napi_default, NULL},
-      {"scopeQuery", NULL, wlb_scope_query, NULL, NULL, NULL, napi_default, NULL},
-      {"close", NULL, wlb_close, NULL, NULL, NULL, napi_default, NULL},
+      {"setup", NULL, wlb_setup, NULL, NULL, NULL, napi_default, t},
+      {"request", NULL, wlb_request, NULL, NULL, NULL, napi_default, t},
+      {"release", NULL, wlb_release, NULL, NULL, NULL, napi_default, t},
+      {"abort", NULL, wlb_abort, NULL, NULL, NULL, napi_default, t},
+      {"query", NULL, wlb_query, NULL, NULL, NULL, napi_default, t},
+      {"open", NULL, wlb_open, NULL, NULL, NULL, napi_default, t},
+      {"scopeRequest", NULL, wlb_scope_request, NULL, NULL, NULL, napi_default, t},
+      {"scopeQuery", NULL, wlb_scope_query, NULL, NULL, NULL, napi_default, t},
+      {"close", NULL, wlb_close, NULL, NULL, NULL, napi_default, t},
   };
 
   WLB_CALL(env, napi_define_properties(env, exports,
@@ -926,8 +947,6 @@ NAPI_MODULE_INIT() {
     WLB_CALL(env, napi_get_reference_value(t->env, t->exports, &existing));
     return existing;
   }
-  if (wlb__define(env, exports) == NULL)
-    return NULL;
   WLB_CALL(env, napi_get_uv_event_loop(env, &loop));
   WLB_CALL(env, napi_create_object(env, &resource));
   WLB_CALL(env, napi_create_string_latin1(env, "WebLocks", NAPI_AUTO_LENGTH,
@@ -937,6 +956,7 @@ NAPI_MODULE_INIT() {
     return wlb__throw_code(env, WL_ENOMEM);
   t->env = env;
   t->loop = loop;
+  t->thread = pthread_self();
   if (napi_create_reference(env, exports, 1, &t->exports) != napi_ok) {
     free(t);
     wlb__throw_last(env);
@@ -961,9 +981,8 @@ NAPI_MODULE_INIT() {
   uv_unref((uv_handle_t *)&t->async);
   wlb__self = t;
   if (napi_add_async_cleanup_hook(env, wlb__teardown, t, &t->hook) == napi_ok) {
-    if (napi_set_instance_data(env, t, NULL, NULL) == napi_ok)
+    if (wlb__define(env, exports, t) != NULL)
       return exports;
-    wlb__throw_last(env);
     if (napi_remove_async_cleanup_hook(t->hook) != napi_ok)
       return NULL; /* the hook will still run and free t */
   } else {

@@ -2,15 +2,17 @@
  * "lock task queue" is the manager's mutex: every algorithm runs entirely
  * under it, so each one is atomic with respect to every thread. The state is
  * in the manager's region, reached by offsets (`n` for a name's record, `r`
- * for a request's, `a` for an agent's). */
-/* pthread_mutex_consistent is POSIX 2008. */
-#define _POSIX_C_SOURCE 200809L
-
-#include <errno.h>
+ * for a request's, `a` for an agent's).
+ *
+ * This file is compiled twice, into wl-local.c and wl-shared.c, with
+ * WL__SHARED(m) a constant: the process-wide manager's copy has no checks,
+ * walk budgets or recovery keys, a shared manager's has them all. What it
+ * exports is one table of functions, WL__OPS. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "wl-internal.h"
+#include "wl-names.c"
 
 #define NAME(m, off) WL__REC(m, off, wl__name_t)
 #define REQ(m, off) WL__REC(m, off, wl__req_t)
@@ -19,27 +21,30 @@
 #define AT(off, type, member) ((off) + offsetof(type, member))
 #define REQ_OF(link, member) wl__record_of(link, wl__req_t, member)
 
-/* The mutex's last holder died inside an algorithm: repair, then go on. */
-WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
-  if (rc != EOWNERDEAD)
-    return WL_ECORRUPT;
-  rc = wl__recover(m);
-  pthread_mutex_consistent(m->mutex);
-  if (rc == 0)
-    wl__sweep(m);
-  else
-    wl__unlock(m);
-  return rc;
-}
-
 /* Ends an operation: its result, or WL_ECORRUPT if it met a damaged offset
  * (the handle then refuses every further operation). */
 static int wl__done(wl_manager_t *m, int rc) {
   wl__unlock(m);
-  return wl__is_damaged(m) ? WL_ECORRUPT : rc;
+  return WL__SHARED(m) && wl__is_damaged(m) ? WL_ECORRUPT : rc;
 }
 
+/* The next order key. Keys order a shared manager's records for recovery
+ * (wl-recover.c); the process-wide manager is never recovered and keeps
+ * none. */
 static uint64_t wl__stamp(wl_manager_t *m) { return ++WL__HDR(m)->stamp; }
+
+/* Wakes an agent's thread: its notify callback in this process, its FIFO
+ * in another. */
+static void wl__notify(wl_manager_t *m, wl_off_t a) {
+  wl__agent_t *agent = AGENT(m, a);
+
+  if (!WL__SHARED(m) || agent->owner == m->self) {
+    wl_agent_t *handle = (wl_agent_t *)(uintptr_t)agent->handle;
+    handle->notify(handle);
+  } else {
+    wl__wake(m, a);
+  }
+}
 
 /* Queues an event for the request's agent and wakes the agent when its
  * mailbox was empty, so a burst of events costs one wake-up. */
@@ -49,30 +54,20 @@ static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
   wl_off_t mail = AT(req->agent, wl__agent_t, mail);
   int was_empty;
 
-  if (agent->closing || m->damaged)
+  if (agent->closing || (WL__SHARED(m) && wl__is_damaged(m)))
     return;
   if (wl__linked(m, AT(r, wl__req_t, mlink))) {
     WL__PUBLISH(req->events, (uint16_t)(req->events | ev));
     return;
   }
-  req->mkey = wl__stamp(m);
+  if (WL__SHARED(m))
+    req->mkey = wl__stamp(m);
   WL__PUBLISH(req->events, (uint16_t)(req->events | ev));
   was_empty = wl__list_empty(m, mail);
   wl__list_append(m, mail, AT(r, wl__req_t, mlink));
   WL__FAULT("mail");
   if (was_empty)
     wl__notify(m, req->agent);
-}
-
-void wl__notify(wl_manager_t *m, wl_off_t a) {
-  wl__agent_t *agent = AGENT(m, a);
-
-  if (agent->owner == m->self) {
-    wl_agent_t *handle = (wl_agent_t *)(uintptr_t)agent->handle;
-    handle->notify(handle);
-  } else {
-    wl__wake(m, a);
-  }
 }
 
 /* The spec's "grantable" minus its first-in-queue test, which callers make
@@ -85,7 +80,8 @@ static void wl__hold(wl_manager_t *m, wl_off_t n, wl_off_t r) {
   wl__name_t *name = NAME(m, n);
   wl__req_t *req = REQ(m, r);
 
-  req->hkey = wl__stamp(m);
+  if (WL__SHARED(m))
+    req->hkey = wl__stamp(m);
   WL__PUBLISH(req->state, WL__HELD);
   WL__FAULT("hold");
   wl__list_remove(m, AT(r, wl__req_t, alink));
@@ -115,7 +111,7 @@ static void wl__unhold(wl_manager_t *m, wl_off_t n, wl_off_t r,
  * held request without one was delivered, so recovery must find the event
  * of a grant cut short (the request is then still queued, and granted
  * again by recovery's processing). */
-void wl__process(wl_manager_t *m, wl_off_t n) {
+static void wl__process(wl_manager_t *m, wl_off_t n) {
   wl_off_t queue = AT(n, wl__name_t, queue);
   uint64_t steps = WL__STEPS(m);
 
@@ -176,7 +172,7 @@ static void wl__use(wl_manager_t *m, wl_off_t n) {
 /* The event is published before the state, so that recovery tells a
  * holder whose steal was cut short (held, with a steal event) and completes
  * the steal. */
-void wl__steal(wl_manager_t *m, wl_off_t n) {
+static void wl__steal(wl_manager_t *m, wl_off_t n) {
   wl_off_t held = AT(n, wl__name_t, held);
   uint64_t steps = WL__STEPS(m);
 
@@ -191,8 +187,11 @@ void wl__steal(wl_manager_t *m, wl_off_t n) {
   }
 }
 
-int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
-                  size_t client_id_len, wl_notify_cb notify) {
+static void wl__close_agent(wl_manager_t *m, wl_off_t a);
+
+static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
+                          const char *client_id, size_t client_id_len,
+                          wl_notify_cb notify) {
   wl__agent_t *a;
   wl_off_t off;
   int rc, fd = WL_ENOMEM;
@@ -217,12 +216,12 @@ int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
     if (client_id_len > 0)
       memcpy(a->client_id, client_id, client_id_len);
     /* Other processes wake a shared manager's agent through its FIFO. */
-    if (m->shared && (fd = wl__wake_open(m, off)) < 0) {
+    if (WL__SHARED(m) && (fd = wl__wake_open(m, off)) < 0) {
       wl__close_agent(m, off);
       off = 0;
     }
   }
-  rc = wl__done(m, off != 0 ? 0 : fd < 0 && m->shared ? fd : WL_ENOMEM);
+  rc = wl__done(m, off != 0 ? 0 : fd < 0 && WL__SHARED(m) ? fd : WL_ENOMEM);
   if (rc != 0) {
     if (off != 0)
       wl__wake_close(m, off, fd);
@@ -231,7 +230,7 @@ int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
   agent->m = m;
   agent->notify = notify;
   agent->off = off;
-  agent->wake_fd = m->shared ? fd : -1;
+  agent->wake_fd = WL__SHARED(m) ? fd : -1;
   return 0;
 }
 
@@ -262,7 +261,7 @@ static void wl__forget(wl_manager_t *m, wl_off_t r) {
   wl__free(m, r);
 }
 
-void wl__close_agent(wl_manager_t *m, wl_off_t a) {
+static void wl__close_agent(wl_manager_t *m, wl_off_t a) {
   wl_off_t queued = AT(a, wl__agent_t, queued), held = AT(a, wl__agent_t, held);
   wl_off_t stolen = AT(a, wl__agent_t, stolen), mail = AT(a, wl__agent_t, mail);
   uint64_t steps = WL__STEPS(m);
@@ -290,18 +289,18 @@ void wl__close_agent(wl_manager_t *m, wl_off_t a) {
   wl__free(m, a);
 }
 
-void wl_agent_close(wl_agent_t *agent) {
+static void wl__agent_close(wl_agent_t *agent) {
   wl_manager_t *m = agent->m;
 
   if (wl__lock(m) == 0) {
     wl__close_agent(m, agent->off);
     wl__unlock(m);
   }
-  if (m->shared)
+  if (WL__SHARED(m))
     wl__wake_close(m, agent->off, agent->wake_fd);
 }
 
-wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events) {
+static wl_request_t *wl__agent_next(wl_agent_t *agent, unsigned *events) {
   wl_manager_t *m = agent->m;
   wl_off_t mail = AT(agent->off, wl__agent_t, mail);
   wl_request_t *handle = NULL;
@@ -335,8 +334,9 @@ static wl_off_t wl__live(wl_manager_t *m, const wl_request_t *req) {
 
 /* Request a lock (4.1), from the point where the spec enqueues its steps on
  * the lock task queue. */
-int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
-               size_t name_len, wl_mode_t mode, unsigned flags) {
+static int wl__request(wl_agent_t *agent, wl_request_t *req,
+                       const uint16_t *name, size_t name_len, wl_mode_t mode,
+                       unsigned flags) {
   wl_manager_t *m = agent->m;
   uint64_t hash;
   wl_off_t n, r;
@@ -388,7 +388,9 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   WL__FAULT("request-name");
   rec = REQ(m, r);
   rec->name = n;
-  rec->qkey = (flags & WL_STEAL) ? -(int64_t)wl__stamp(m) : (int64_t)wl__stamp(m);
+  if (WL__SHARED(m))
+    rec->qkey = (flags & WL_STEAL) ? -(int64_t)wl__stamp(m)
+                                   : (int64_t)wl__stamp(m);
   WL__PUBLISH(rec->state, WL__QUEUED);
   WL__FAULT("request-queued");
   wl__list_append(m, AT(agent->off, wl__agent_t, queued),
@@ -406,7 +408,7 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   return wl__done(m, granted ? WL_GRANTED_AT_ONCE : 0);
 }
 
-int wl_release(wl_request_t *req) {
+static int wl__release(wl_request_t *req) {
   wl_manager_t *m = req->agent->m;
   wl_off_t r;
   int held = 0, state;
@@ -425,7 +427,7 @@ int wl_release(wl_request_t *req) {
 }
 
 /* Abort the request (4.3). */
-int wl_abort(wl_request_t *req) {
+static int wl__abort(wl_request_t *req) {
   wl_manager_t *m = req->agent->m;
   wl_off_t r;
   int removed = 0;
@@ -468,7 +470,7 @@ static wl_info_t *wl__fill(wl_manager_t *m, wl_info_t *info, wl_off_t r,
 /* Snapshot the lock state (4.5). Copies everything, so that the caller can
  * build its result without holding the mutex. Two walks, one to size the
  * copy and one to fill it; both bounded. */
-int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
+static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t order = wl__off_of(m, &h->order);
   size_t nheld = 0, npending = 0, units = 0, text = 0, i;
@@ -532,17 +534,18 @@ int wl_snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   return 0;
 }
 
-void wl_snapshot_free(wl_snapshot_t *snap) {
-  free(snap->mem);
-  snap->mem = NULL;
-}
-
-size_t wl__name_count(wl_manager_t *m) {
-  size_t count;
-
-  if (wl__lock(m) != 0)
-    return 0;
-  count = WL__HDR(m)->count - WL__HDR(m)->nidle;
-  wl__unlock(m);
-  return count;
-}
+const wl__ops_t WL__OPS = {
+    .agent_init = wl__agent_init,
+    .agent_close = wl__agent_close,
+    .agent_next = wl__agent_next,
+    .request = wl__request,
+    .release = wl__release,
+    .abort = wl__abort,
+    .snapshot = wl__snapshot,
+    .close_agent = wl__close_agent,
+    .process = wl__process,
+    .steal = wl__steal,
+    .notify = wl__notify,
+    .names_find = wl__names_find,
+    .names_link = wl__names_link,
+};

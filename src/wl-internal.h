@@ -4,6 +4,7 @@
 #define WL_INTERNAL_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "wl.h"
 
@@ -196,11 +197,20 @@ static inline int wl__is_damaged(wl_manager_t *m) {
   return __atomic_load_n(&m->damaged, __ATOMIC_RELAXED);
 }
 
+/* WL__SHARED(m): whether m is shared by processes, as a constant. The
+ * algorithms are compiled once for each kind of manager: with 0 for the
+ * process-wide one (wl-local.c), whose region only this code writes, so that
+ * nothing read from it is checked, and with 1 for shared ones (wl-shared.c).
+ * Every other file serves shared managers, or tests, and uses 1. */
+#ifndef WL__SHARED
+#define WL__SHARED(m) 1
+#endif
+
 /* One unsigned compare: off in [16, limit - bytes]; a region is always
  * larger than a record plus its block header. */
 static inline void *wl__rec(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
-  if (m->shared && WL__UNLIKELY(off - sizeof(wl__block_t) >
-                                m->limit - sizeof(wl__block_t) - bytes))
+  if (WL__SHARED(m) && WL__UNLIKELY(off - sizeof(wl__block_t) >
+                                    m->limit - sizeof(wl__block_t) - bytes))
     return wl__damaged(m);
   return m->base + off;
 }
@@ -208,8 +218,8 @@ static inline void *wl__rec(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
 /* The same for a span longer than the scratch record (a bucket array, a
  * name's units): NULL when it is outside the region. */
 static inline void *wl__span(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
-  if (m->shared && (off < sizeof(wl__block_t) || bytes > m->limit ||
-                    off > m->limit - bytes)) {
+  if (WL__SHARED(m) && (off < sizeof(wl__block_t) || bytes > m->limit ||
+                        off > m->limit - bytes)) {
     wl__damaged(m);
     return NULL;
   }
@@ -267,7 +277,7 @@ static inline void wl__list_remove(wl_manager_t *m, wl_off_t node) {
 /* One more step of a walk: 0 when the manager is damaged or the walk's
  * budget is spent (then it is damaged: no list is that long). */
 static inline int wl__step(wl_manager_t *m, uint64_t *steps) {
-  if (!m->shared)
+  if (!WL__SHARED(m))
     return 1;
   if (m->damaged)
     return 0;
@@ -284,13 +294,96 @@ static inline int wl__more(wl_manager_t *m, wl_off_t head, uint64_t *steps) {
   return !wl__list_empty(m, head) && wl__step(m, steps);
 }
 
-/* Region blocks (wl-region.c). wl__alloc returns the offset of `bytes` of
- * zeroed record space of the given kind, or 0 when the region is full. */
+/* Makes an empty region of `size` bytes at base, m's (wl-region.c). */
 int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
                     uint64_t seed);
-wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind, uint64_t bytes);
-void wl__free(wl_manager_t *m, wl_off_t off);
-wl__block_t *wl__block(wl_manager_t *m, wl_off_t off);
+
+/* Region blocks. These functions are inline, as is everything that the
+ * algorithms call in the region, so that each kind of manager gets its own
+ * copy (WL__SHARED). */
+
+/* Blocks this large give their pages back to the kernel when freed, so that
+ * a burst of long names leaves no memory behind (wl-region.c). */
+#define WL__RETURN_BYTES ((uint64_t)1 << 20)
+void wl__return_pages(wl_manager_t *m, wl_off_t rec, uint64_t block);
+
+/* How much of a new record wl__alloc zeroes: every record's fixed part. */
+#define WL__ZERO_BYTES 256
+
+static inline wl__block_t *wl__block(wl_manager_t *m, wl_off_t rec) {
+  return WL__REC(m, rec - sizeof(wl__block_t), wl__block_t);
+}
+
+static inline int wl__class_of(uint64_t bytes) {
+  uint64_t total = bytes + sizeof(wl__block_t);
+  int shift;
+
+  if (bytes > ((uint64_t)1 << (WL__NCLASSES + WL__MIN_SHIFT - 2)))
+    return -1;
+  shift = total <= ((uint64_t)1 << WL__MIN_SHIFT)
+              ? WL__MIN_SHIFT
+              : 64 - __builtin_clzll(total - 1);
+  return shift - WL__MIN_SHIFT;
+}
+
+/* Returns the offset of `bytes` of zeroed record space of the given kind,
+ * or 0 when the region is full. Crash-safe order: a block is carved (its
+ * header written, then `used` moved past it) or taken off its free list
+ * before it gets its kind, and it gets its kind only once its record's fixed
+ * part is zero, so a process killed anywhere in between leaves a FREE block
+ * or a blank record, never a stale one that recovery could mistake for
+ * live. */
+static inline wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind,
+                                 uint64_t bytes) {
+  wl__hdr_t *h = WL__HDR(m);
+  int c = wl__class_of(bytes);
+  uint64_t zero = bytes < WL__ZERO_BYTES ? bytes : WL__ZERO_BYTES;
+  wl__block_t *b;
+  wl_off_t rec;
+
+  if (c < 0)
+    return 0;
+  rec = h->free[c];
+  if (rec != 0) {
+    h->free[c] = *WL__REC(m, rec, wl_off_t);
+    b = wl__block(m, rec);
+    if (WL__SHARED(m) && (b->cls != (uint32_t)c || m->damaged))
+      return 0; /* a damaged free list: reported, and nothing handed out */
+  } else {
+    uint64_t block = (uint64_t)1 << (c + WL__MIN_SHIFT);
+    if (h->used > m->limit || block > m->limit - h->used)
+      return 0;
+    rec = h->used + sizeof(wl__block_t);
+    b = wl__block(m, rec);
+    b->cls = (uint16_t)c;
+    b->kind = WL__FREE;
+    b->gen = 0;
+    WL__PUBLISH(h->used, h->used + block);
+  }
+  WL__FAULT("alloc");
+  memset(wl__rec(m, rec, zero), 0, zero);
+  WL__PUBLISH(b->kind, kind);
+  return rec;
+}
+
+static inline void wl__free(wl_manager_t *m, wl_off_t rec) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl__block_t *b = wl__block(m, rec);
+  uint64_t block;
+
+  if (WL__SHARED(m) && (b->cls >= WL__NCLASSES || m->damaged)) {
+    wl__damaged(m);
+    return;
+  }
+  block = (uint64_t)1 << (b->cls + WL__MIN_SHIFT);
+  WL__PUBLISH(b->kind, WL__FREE);
+  b->gen++;
+  WL__FAULT("free");
+  *WL__REC(m, rec, wl_off_t) = h->free[b->cls];
+  h->free[b->cls] = rec;
+  if (WL__UNLIKELY(block >= WL__RETURN_BYTES))
+    wl__return_pages(m, rec, block);
+}
 
 /* Takes and gives back the manager's mutex. Taking it repairs a shared
  * manager whose previous holder died (wl-recover.c); returns 0 or an error
@@ -299,7 +392,7 @@ WL__COLD int wl__lock_slow(wl_manager_t *m, int rc);
 static inline int wl__lock(wl_manager_t *m) {
   int rc;
 
-  if (WL__UNLIKELY(wl__is_damaged(m)))
+  if (WL__SHARED(m) && WL__UNLIKELY(wl__is_damaged(m)))
     return WL_ECORRUPT;
   rc = pthread_mutex_lock(m->mutex);
   return WL__UNLIKELY(rc != 0) ? wl__lock_slow(m, rc) : 0;
@@ -336,30 +429,91 @@ void wl__watch_stop(wl_manager_t *m);
 void wl__ring(wl_manager_t *m, int all);
 /* Whether an owner's life word says its watcher is gone. */
 int wl__life_ended(wl_manager_t *m, wl_off_t o);
-/* Ends an agent's requests and locks and frees its record (spec 2.6). */
-void wl__close_agent(wl_manager_t *m, wl_off_t a);
-/* Wakes an agent's thread: its notify callback in this process, its FIFO
- * in another. */
-void wl__notify(wl_manager_t *m, wl_off_t a);
-/* Takes every held lock of a name for a steal request (4.1 step 6.2). */
-void wl__steal(wl_manager_t *m, wl_off_t n);
-/* Process a name's queue (4.4), as every algorithm ends. */
-void wl__process(wl_manager_t *m, wl_off_t n);
 
-/* The table of names (wl-names.c). */
-uint64_t wl__fmix(uint64_t k); /* a 64-bit finalizer, for seeds and hashes */
-uint64_t wl__hash(wl_manager_t *m, const uint16_t *units, size_t len);
-wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash, const uint16_t *units,
-                        size_t len);
+/* A 64-bit finalizer, for seeds and hashes. */
+static inline uint64_t wl__fmix(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ULL;
+  k ^= k >> 33;
+  return k;
+}
+
+static inline uint64_t wl__rotl(uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
+
+/* A name's hash: its UTF-16 code units with the region's seed, which every
+ * user of the region shares. */
+static inline uint64_t wl__hash(wl_manager_t *m, const uint16_t *units,
+                                size_t len) {
+  const unsigned char *p = (const unsigned char *)units;
+  size_t bytes = len * sizeof(uint16_t);
+  uint64_t h = WL__HDR(m)->seed ^ (bytes * 0x9e3779b97f4a7c15ULL);
+  uint64_t k;
+
+  for (; bytes >= 8; bytes -= 8, p += 8) {
+    memcpy(&k, p, 8);
+    k *= 0x87c37b91114253d5ULL;
+    k = wl__rotl(k, 31);
+    k *= 0x4cf5ad432745937fULL;
+    h ^= k;
+    h = wl__rotl(h, 27) * 5 + 0x52dce729;
+  }
+  k = 0;
+  if (bytes > 0)
+    memcpy(&k, p, bytes);
+  h ^= k * 0x87c37b91114253d5ULL;
+  return wl__fmix(h);
+}
+
 /* A name's units, checked against the region; NULL if they are outside it. */
-const uint16_t *wl__units(wl_manager_t *m, wl_off_t n);
-/* Puts a name record (its hash and units set) in the table: 0 or
- * WL_ENOMEM. */
-int wl__names_link(wl_manager_t *m, wl_off_t n);
-/* Returns 0 when the region is full. */
-wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
-                       size_t len);
-void wl__names_remove(wl_manager_t *m, wl_off_t n);
+static inline const uint16_t *wl__units(wl_manager_t *m, wl_off_t n) {
+  uint64_t len = WL__REC(m, n, wl__name_t)->len;
+
+  if (WL__SHARED(m) && len > m->limit / sizeof(uint16_t)) {
+    wl__damaged(m);
+    return NULL;
+  }
+  return wl__span(m, n + offsetof(wl__name_t, units), len * sizeof(uint16_t));
+}
+
+/* The algorithms (wl-core.c, with the table of names, wl-names.c) as
+ * compiled for one kind of manager; the public functions dispatch once to
+ * the manager's kind (wl-api.c). */
+typedef struct {
+  int (*agent_init)(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
+                    size_t client_id_len, wl_notify_cb notify);
+  void (*agent_close)(wl_agent_t *agent);
+  wl_request_t *(*agent_next)(wl_agent_t *agent, unsigned *events);
+  int (*request)(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
+                 size_t name_len, wl_mode_t mode, unsigned flags);
+  int (*release)(wl_request_t *req);
+  int (*abort)(wl_request_t *req);
+  int (*snapshot)(wl_manager_t *m, wl_snapshot_t *snap);
+  /* For recovery, sweeps and tests, under the mutex. Ends an agent's
+   * requests and locks and frees its record (spec 2.6); processes a name's
+   * queue (4.4); finds a name; puts a name record (its hash and units set) in
+   * the table: 0 or WL_ENOMEM. */
+  void (*close_agent)(wl_manager_t *m, wl_off_t a);
+  void (*process)(wl_manager_t *m, wl_off_t n);
+  /* Takes every held lock of a name for a steal (4.1 step 6.2), and wakes
+   * an agent's thread: its notify callback in this process, its FIFO in
+   * another. */
+  void (*steal)(wl_manager_t *m, wl_off_t n);
+  void (*notify)(wl_manager_t *m, wl_off_t a);
+  wl_off_t (*names_find)(wl_manager_t *m, uint64_t hash, const uint16_t *units,
+                         size_t len);
+  int (*names_link)(wl_manager_t *m, wl_off_t n);
+} wl__ops_t;
+
+extern const wl__ops_t wl__local_ops;
+extern const wl__ops_t wl__shared_ops;
+
+static inline const wl__ops_t *wl__ops(const wl_manager_t *m) {
+  return m->shared ? &wl__shared_ops : &wl__local_ops;
+}
 
 /* How many names the manager holds; for tests that check nothing leaks. */
 size_t wl__name_count(wl_manager_t *m);

@@ -48,7 +48,7 @@ static void wl__end_owner(wl_manager_t *m, wl_off_t o) {
 
   while (wl__more(m, agents, &steps)) {
     wl_off_t a = wl__record_of(WL__LINK(m, agents)->next, wl__agent_t, olink);
-    wl__close_agent(m, a);
+    wl__shared_ops.close_agent(m, a);
     wl__wake_close(m, a, -1);
   }
   wl__list_remove(m, AT(o, wl__owner_t, link));

@@ -1,45 +1,13 @@
 /* The manager's table of names: chained hashing over UTF-16 code units with
- * the region's seed, grown and shrunk by powers of two, plus a list in
- * first-use order for snapshots. Everything is in the region. */
+ * the region's seed (wl__hash, in wl-internal.h), grown and shrunk by powers
+ * of two, plus a list in first-use order for snapshots. Everything is in the
+ * region. Part of the algorithms: wl-core.c includes it, to be compiled with
+ * them for each kind of manager. */
 #include <string.h>
 
 #include "wl-internal.h"
 
 #define WL__MIN_BUCKETS 16
-
-uint64_t wl__fmix(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ULL;
-  k ^= k >> 33;
-  return k;
-}
-
-static uint64_t wl__rotl(uint64_t x, int r) {
-  return (x << r) | (x >> (64 - r));
-}
-
-uint64_t wl__hash(wl_manager_t *m, const uint16_t *units, size_t len) {
-  const unsigned char *p = (const unsigned char *)units;
-  size_t bytes = len * sizeof(uint16_t);
-  uint64_t h = WL__HDR(m)->seed ^ (bytes * 0x9e3779b97f4a7c15ULL);
-  uint64_t k;
-
-  for (; bytes >= 8; bytes -= 8, p += 8) {
-    memcpy(&k, p, 8);
-    k *= 0x87c37b91114253d5ULL;
-    k = wl__rotl(k, 31);
-    k *= 0x4cf5ad432745937fULL;
-    h ^= k;
-    h = wl__rotl(h, 27) * 5 + 0x52dce729;
-  }
-  k = 0;
-  if (bytes > 0)
-    memcpy(&k, p, bytes);
-  h ^= k * 0x87c37b91114253d5ULL;
-  return wl__fmix(h);
-}
 
 #define WL__NAME(m, off) WL__REC(m, off, wl__name_t)
 
@@ -49,22 +17,12 @@ static wl_off_t *wl__buckets(wl_manager_t *m) {
 
   if (h->nbuckets == 0)
     return NULL;
-  if ((h->nbuckets & (h->nbuckets - 1)) != 0 ||
-      h->nbuckets > m->limit / sizeof(wl_off_t)) {
+  if (WL__SHARED(m) && ((h->nbuckets & (h->nbuckets - 1)) != 0 ||
+                        h->nbuckets > m->limit / sizeof(wl_off_t))) {
     wl__damaged(m);
     return NULL;
   }
   return wl__span(m, h->buckets, h->nbuckets * sizeof(wl_off_t));
-}
-
-const uint16_t *wl__units(wl_manager_t *m, wl_off_t n) {
-  uint64_t len = WL__NAME(m, n)->len;
-
-  if (len > m->limit / sizeof(uint16_t)) {
-    wl__damaged(m);
-    return NULL;
-  }
-  return wl__span(m, n + offsetof(wl__name_t, units), len * sizeof(uint16_t));
 }
 
 static void wl__names_resize(wl_manager_t *m, uint64_t nbuckets) {
@@ -81,7 +39,7 @@ static void wl__names_resize(wl_manager_t *m, uint64_t nbuckets) {
   memset(buckets, 0, nbuckets * sizeof(wl_off_t));
   for (i = 0; old != NULL && i < h->nbuckets; i++) {
     wl_off_t n = old[i];
-    while (n != 0 && steps-- > 0 && !m->damaged) {
+    while (n != 0 && wl__step(m, &steps)) {
       wl__name_t *name = WL__NAME(m, n);
       wl_off_t next = name->hnext;
       wl_off_t *b = &buckets[name->hash & (nbuckets - 1)];
@@ -96,15 +54,15 @@ static void wl__names_resize(wl_manager_t *m, uint64_t nbuckets) {
   h->nbuckets = nbuckets;
 }
 
-wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash, const uint16_t *units,
-                        size_t len) {
+static wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash,
+                               const uint16_t *units, size_t len) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t *buckets = wl__buckets(m), n;
   uint64_t steps = WL__STEPS(m);
 
   if (buckets == NULL)
     return 0;
-  for (n = buckets[hash & (h->nbuckets - 1)]; n != 0 && steps-- > 0;
+  for (n = buckets[hash & (h->nbuckets - 1)]; n != 0 && wl__step(m, &steps);
        n = WL__NAME(m, n)->hnext) {
     wl__name_t *name = WL__NAME(m, n);
     const uint16_t *have;
@@ -119,7 +77,7 @@ wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash, const uint16_t *units,
   return 0;
 }
 
-int wl__names_link(wl_manager_t *m, wl_off_t n) {
+static int wl__names_link(wl_manager_t *m, wl_off_t n) {
   wl__hdr_t *h = WL__HDR(m);
   wl__name_t *name = WL__NAME(m, n);
   wl_off_t *buckets;
@@ -138,8 +96,8 @@ int wl__names_link(wl_manager_t *m, wl_off_t n) {
   return 0;
 }
 
-wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
-                       size_t len) {
+static wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash,
+                              const uint16_t *units, size_t len) {
   wl__name_t *name;
   wl_off_t n;
 
@@ -167,7 +125,7 @@ wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash, const uint16_t *units,
   return n;
 }
 
-void wl__names_remove(wl_manager_t *m, wl_off_t n) {
+static void wl__names_remove(wl_manager_t *m, wl_off_t n) {
   wl__hdr_t *h = WL__HDR(m);
   wl__name_t *name = WL__NAME(m, n);
   wl_off_t *buckets = wl__buckets(m), *p;
@@ -177,7 +135,7 @@ void wl__names_remove(wl_manager_t *m, wl_off_t n) {
     return;
   p = &buckets[name->hash & (h->nbuckets - 1)];
   while (*p != n) {
-    if (*p == 0 || steps-- == 0) {
+    if (WL__SHARED(m) && (*p == 0 || !wl__step(m, &steps))) {
       wl__damaged(m);
       return;
     }

@@ -7,6 +7,10 @@
  * every queue, since the dead holder may have left grants undone, and sets
  * every owner's watch and rings every bell. Every offset it reads is
  * checked against the blocks it found. */
+/* pthread_mutex_consistent is POSIX 2008. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -302,7 +306,7 @@ int wl__recover(wl_manager_t *m) {
       goto done;
     }
     name->hash = wl__hash(m, units, (size_t)name->len);
-    if (wl__names_link(m, names[i]) != 0) {
+    if (wl__shared_ops.names_link(m, names[i]) != 0) {
       rc = WL_ENOMEM;
       goto done;
     }
@@ -314,14 +318,14 @@ int wl__recover(wl_manager_t *m) {
     wl_off_t q = AT(names[i], wl__name_t, queue);
     if (!wl__list_empty(m, q) &&
         REQ(m, wl__record_of(WL__LINK(m, q)->next, wl__req_t, qlink))->qkey < 0)
-      wl__steal(m, names[i]);
-    wl__process(m, names[i]);
+      wl__shared_ops.steal(m, names[i]);
+    wl__shared_ops.process(m, names[i]);
   }
   /* An agent without a live owner record is gone with its process. */
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__AGENT &&
         !wl__linked(m, AT(bl.recs[i], wl__agent_t, olink))) {
-      wl__close_agent(m, bl.recs[i]);
+      wl__shared_ops.close_agent(m, bl.recs[i]);
       bl.kinds[i] = WL__FREE;
     }
   }
@@ -330,7 +334,7 @@ int wl__recover(wl_manager_t *m) {
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__AGENT &&
         !wl__list_empty(m, AT(bl.recs[i], wl__agent_t, mail)))
-      wl__notify(m, bl.recs[i]);
+      wl__shared_ops.notify(m, bl.recs[i]);
   }
   /* The dead process may have been changing who watches whom. */
   wl__ring(m, 1);
@@ -341,5 +345,18 @@ done:
   free(names);
   free(bl.recs);
   free(bl.kinds);
+  return rc;
+}
+
+/* The mutex's last holder died inside an algorithm: repair, then go on. */
+WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
+  if (rc != EOWNERDEAD)
+    return WL_ECORRUPT;
+  rc = wl__recover(m);
+  pthread_mutex_consistent(m->mutex);
+  if (rc == 0)
+    wl__sweep(m);
+  else
+    wl__unlock(m);
   return rc;
 }

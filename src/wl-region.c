@@ -1,6 +1,7 @@
 /* A manager's region: a header, then blocks handed out from the start by
  * power-of-two size class, each with a small header, reused through one free
- * list per class. Everything in it is addressed by offsets from its base.
+ * list per class (wl__alloc and wl__free, inline in wl-internal.h).
+ * Everything in it is addressed by offsets from its base.
  *
  * The process-wide manager's region is a large reservation of anonymous
  * memory: the kernel backs its pages only when they are first touched, so it
@@ -14,27 +15,6 @@
 #include <unistd.h>
 
 #include "wl-internal.h"
-
-/* Blocks this large give their pages back to the kernel when freed, so that
- * a burst of long names leaves no memory behind. */
-#define WL__RETURN_BYTES ((uint64_t)1 << 20)
-
-/* How much of a new record wl__alloc zeroes: every record's fixed part. */
-#define WL__ZERO_BYTES 256
-
-#define WL__BLOCK(m, rec) WL__REC(m, (rec) - sizeof(wl__block_t), wl__block_t)
-
-static int wl__class_of(uint64_t bytes) {
-  uint64_t total = bytes + sizeof(wl__block_t);
-  int shift;
-
-  if (bytes > ((uint64_t)1 << (WL__NCLASSES + WL__MIN_SHIFT - 2)))
-    return -1;
-  shift = total <= ((uint64_t)1 << WL__MIN_SHIFT)
-              ? WL__MIN_SHIFT
-              : 64 - __builtin_clzll(total - 1);
-  return shift - WL__MIN_SHIFT;
-}
 
 int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
                     uint64_t seed) {
@@ -57,71 +37,14 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
   return 0;
 }
 
-/* Crash-safe order: a block is carved (its header written, then `used`
- * moved past it) or taken off its free list before it gets its kind, and it
- * gets its kind only once its record's fixed part is zero, so a process
- * killed anywhere in between leaves a FREE block or a blank record, never a
- * stale one that recovery could mistake for live. */
-wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind, uint64_t bytes) {
-  wl__hdr_t *h = WL__HDR(m);
-  int c = wl__class_of(bytes);
-  wl__block_t *b;
-  wl_off_t rec;
+/* Whole pages past the one holding a freed block's header and link. */
+void wl__return_pages(wl_manager_t *m, wl_off_t rec, uint64_t block) {
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  uint64_t from = (rec + sizeof(wl_off_t) + page - 1) & ~(page - 1);
+  uint64_t to = (rec - sizeof(wl__block_t) + block) & ~(page - 1);
 
-  if (c < 0)
-    return 0;
-  rec = h->free[c];
-  if (rec != 0) {
-    h->free[c] = *WL__REC(m, rec, wl_off_t);
-    b = WL__BLOCK(m, rec);
-    if (b->cls != (uint32_t)c || m->damaged)
-      return 0; /* a damaged free list: reported, and nothing handed out */
-  } else {
-    uint64_t block = (uint64_t)1 << (c + WL__MIN_SHIFT);
-    if (h->used > m->limit || block > m->limit - h->used)
-      return 0;
-    rec = h->used + sizeof(wl__block_t);
-    b = WL__BLOCK(m, rec);
-    b->cls = (uint16_t)c;
-    b->kind = WL__FREE;
-    b->gen = 0;
-    WL__PUBLISH(h->used, h->used + block);
-  }
-  WL__FAULT("alloc");
-  memset(wl__rec(m, rec, bytes < WL__ZERO_BYTES ? bytes : WL__ZERO_BYTES), 0,
-         bytes < WL__ZERO_BYTES ? bytes : WL__ZERO_BYTES);
-  WL__PUBLISH(b->kind, kind);
-  return rec;
-}
-
-void wl__free(wl_manager_t *m, wl_off_t rec) {
-  wl__hdr_t *h = WL__HDR(m);
-  wl__block_t *b = WL__BLOCK(m, rec);
-  uint64_t block;
-
-  if (b->cls >= WL__NCLASSES || m->damaged) {
-    wl__damaged(m);
-    return;
-  }
-  block = (uint64_t)1 << (b->cls + WL__MIN_SHIFT);
-
-  WL__PUBLISH(b->kind, WL__FREE);
-  b->gen++;
-  WL__FAULT("free");
-  *WL__REC(m, rec, wl_off_t) = h->free[b->cls];
-  h->free[b->cls] = rec;
-  if (block >= WL__RETURN_BYTES) {
-    /* Whole pages past the one holding the block's header and link. */
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t from = (rec + sizeof(wl_off_t) + page - 1) & ~(page - 1);
-    uint64_t to = (rec - sizeof(wl__block_t) + block) & ~(page - 1);
-    if (to > from && to <= m->limit)
-      madvise(m->base + from, to - from, MADV_DONTNEED);
-  }
-}
-
-wl__block_t *wl__block(wl_manager_t *m, wl_off_t rec) {
-  return WL__BLOCK(m, rec);
+  if (to > from && to <= m->limit)
+    madvise(m->base + from, to - from, MADV_DONTNEED);
 }
 
 WL__COLD void *wl__damaged(wl_manager_t *m) {

@@ -29,7 +29,12 @@ const L = require('./layout');
 const EV_GRANTED = 1;
 const EV_UNAVAILABLE = 2;
 const EV_STOLEN = 4;
-const STEAL = 2;
+// A native request's how: its mode (bit 0) and flags (the bits above).
+const SHARED = 1;
+const STEAL = 4;
+const IO_RESULT = 0;
+const IO_ID = 1;
+const IO_EVENTS = 2;
 
 function uuidWords(cid) {
   const hex = cid.replace(/-/g, '');
@@ -44,6 +49,7 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
   const ngbPath = require.resolve('node-gyp-build', { paths: [path.join(pkg, 'lib')] });
   const realLoad = require(ngbPath);
   let real = null;
+  let io = null; // the binding's io array (see lib/index.js)
   let depth = 0; // spinlock re-entry by this thread
   let pendingLogical = 0; // the logical id of the locks.request() being made
   const logicalOf = new Map(); // native id -> logical id, for this thread
@@ -213,7 +219,9 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
     real = binding;
     const w = wrapped = {
       setup(dispatch, clientId) {
-        return binding.setup(function wrappedDispatch(id, events) {
+        io = binding.setup(function wrappedDispatch() {
+          const id = io[IO_ID];
+          const events = io[IO_EVENTS];
           const r = logicalOf.get(id);
           if (r !== undefined) {
             lock();
@@ -228,12 +236,13 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
             }
             if (listeners.delivered) listeners.delivered(r, events);
           }
-          return dispatch(id, events);
+          return dispatch();
         }, clientId);
+        return io;
       },
-      request(name, mode, flags) {
+      request(name, how) {
         const n = nameIndex.get(name);
-        if (n === undefined) return binding.request(name, mode, flags);
+        if (n === undefined) return binding.request(name, how);
         const r = pendingLogical;
         pendingLogical = 0;
         if (r === 0) fatal('binding.request on a stress name without a logical id');
@@ -241,16 +250,17 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
         try {
           const t = ticket();
           let robbed;
-          if (flags & STEAL) robbed = rob(n, r);
+          if (how & STEAL) robbed = rob(n, r);
           S[stateAt(r)] = 0;
           S[L.STATE_NAME + (r & L.STATE_MASK)] = n + 1;
           setCur(n, r);
-          emit({ k: 'req', t, tid, r, n, mode: mode === 1 ? 'shared' : 'exclusive', flags, robbed });
+          emit({ k: 'req', t, tid, r, n, mode: how & SHARED ? 'shared' : 'exclusive', flags: how >> 1, robbed });
+          binding.request(name, how);
           // id * 2, plus 1 when the lock was granted at once
-          const result = binding.request(name, mode, flags);
+          const result = io[IO_RESULT];
           logicalOf.set(result >>> 1, r);
           emit({ k: 'res', t: ticket(), tid, of: t, result: result & 1, snap: encode(binding.query()) });
-          return result;
+          return undefined;
         } finally {
           unlock();
         }

@@ -8,7 +8,7 @@
 //   node test/tools/valgrind-report.js FILE...
 const fs = require('node:fs');
 
-const OURS = /web_locks\.node|\/src\/(binding|wl-core|wl-names)\.c/;
+const OURS = /web_locks\.node|\/src\/(binding|wl-[a-z]+)\.[ch]/;
 let ours = 0;
 const kinds = {};
 let leakedBytes = { definite: 0, indirect: 0, possible: 0 };
