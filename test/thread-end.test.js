@@ -4,7 +4,7 @@
 // is released, so that requests queued behind them on other threads are
 // granted (in queue order).
 const assert = require('node:assert/strict');
-const { api, uniq, hold, stateOf, myClientId } = require('./fixtures/util');
+const { api, uniq, hold, stateOf, myClientId, PROCESS_MODE } = require('./fixtures/util');
 const { spawnAgent, spawnScript, terminateAll } = require('./fixtures/agent');
 
 describe('a thread that ends', function () {
@@ -130,6 +130,8 @@ describe('a thread that ends', function () {
   });
 
   it('the next thread in line is granted: a queued worker gets the lock before the main thread queued after it', async function () {
+    // Agents share memory with this thread: workers only.
+    if (PROCESS_MODE) this.skip();
     const name = uniq('end-chain');
     const sab = new SharedArrayBuffer(4);
     const seq = new Int32Array(sab);
@@ -167,6 +169,7 @@ describe('a thread that ends', function () {
   });
 
   it('a worker holding many locks and requests releases all of them when terminated', async function () {
+    if (PROCESS_MODE) this.skip(); // a worker's script
     this.timeout(10000);
     const base = uniq('end-many');
     const blocked = `${base}/blocked`;

@@ -3,7 +3,7 @@
 // share a lock manager): the main thread and every worker_thread are agents
 // of the same manager.
 const assert = require('node:assert/strict');
-const { api, uniq, hold, stateOf, myClientId } = require('./fixtures/util');
+const { api, uniq, hold, stateOf, myClientId, PROCESS_MODE } = require('./fixtures/util');
 const { spawnAgent, spawnScript, terminateAll } = require('./fixtures/agent');
 
 function abortError(err) {
@@ -71,6 +71,8 @@ describe('across threads', function () {
     });
 
     it('mutual exclusion holds under contention: 4 workers and the main thread do unsynchronised read-modify-write under the lock', async function () {
+      // Agents share memory with this thread: workers only.
+      if (PROCESS_MODE) this.skip();
       this.timeout(20000);
       const name = uniq('t-counter');
       const sab = new SharedArrayBuffer(8);
@@ -109,6 +111,8 @@ describe('across threads', function () {
 
   describe('FIFO across threads', function () {
     it('grants requests from several threads in request order, with one ticket counter shared by all', async function () {
+      // Agents share memory with this thread: workers only.
+      if (PROCESS_MODE) this.skip();
       const name = uniq('t-fifo');
       const sab = new SharedArrayBuffer(4);
       const seq = new Int32Array(sab);
@@ -399,6 +403,8 @@ describe('across threads', function () {
   });
 
   it('many workers contend for one name and each gets it once, one at a time', async function () {
+    // Agents share memory with this thread: workers only.
+    if (PROCESS_MODE) this.skip();
     this.timeout(20000);
     const name = uniq('t-contend');
     const sab = new SharedArrayBuffer(8);
