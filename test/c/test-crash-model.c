@@ -411,48 +411,48 @@ static void reap(child_t *k, int killed) {
     inside[name][k->agent][WL_EXCLUSIVE] = inside[name][k->agent][WL_SHARED] = 0;
 }
 
+/* Whether the entries of `name` among infos are the model's list ids[0..n),
+ * in order, with their modes and client ids; counts them into *seen. */
+static int same_entries(const wl_info_t *infos, size_t ninfos, int name,
+                        const int *ids, int n, const model_t *mm,
+                        size_t *seen) {
+  int at = 0, ok = 1;
+  size_t k;
+
+  for (k = 0; k < ninfos; k++) {
+    const wl_info_t *e = &infos[k];
+    char id[16];
+    if (e->name[0] != *name_units(name))
+      continue;
+    ++*seen;
+    if (at >= n) {
+      ok = 0;
+      continue;
+    }
+    snprintf(id, sizeof(id), "c%d", mm->r[ids[at]].agent);
+    ok = ok && (int)e->mode == mm->r[ids[at]].mode &&
+         e->client_id_len == strlen(id) &&
+         memcmp(e->client_id, id, e->client_id_len) == 0;
+    at++;
+  }
+  return ok && at == n;
+}
+
 /* Whether the manager's state is the model's: per name, held locks in
  * grant order and the queue in order, with their modes and client ids. */
 static int same_state(wl_manager_t *m, const model_t *mm, int verbose) {
   wl_snapshot_t snap;
   int name, ok = 1;
-  size_t h = 0, p = 0, k;
+  size_t h = 0, p = 0;
 
   ASSERT_EQ(0, wl_snapshot(m, &snap));
-  for (name = 0; name < NNAMES && ok; name++) {
-    int nh = 0, np = 0;
-    for (k = 0; k < snap.nheld; k++) {
-      const wl_info_t *e = &snap.held[k];
-      if (e->name[0] != *name_units(name))
-        continue;
-      ok = ok && nh < mm->nheld[name];
-      if (ok) {
-        const mreq_t *r = &mm->r[mm->held[name][nh]];
-        char id[16];
-        snprintf(id, sizeof(id), "c%d", r->agent);
-        ok = (int)e->mode == r->mode && e->client_id_len == strlen(id) &&
-             memcmp(e->client_id, id, e->client_id_len) == 0;
-      }
-      nh++;
-      h++;
-    }
-    for (k = 0; k < snap.npending; k++) {
-      const wl_info_t *e = &snap.pending[k];
-      if (e->name[0] != *name_units(name))
-        continue;
-      ok = ok && np < mm->nqueue[name];
-      if (ok) {
-        const mreq_t *r = &mm->r[mm->queue[name][np]];
-        char id[16];
-        snprintf(id, sizeof(id), "c%d", r->agent);
-        ok = (int)e->mode == r->mode && e->client_id_len == strlen(id) &&
-             memcmp(e->client_id, id, e->client_id_len) == 0;
-      }
-      np++;
-      p++;
-    }
-    ok = ok && nh == mm->nheld[name] && np == mm->nqueue[name];
+  for (name = 0; name < NNAMES; name++) {
+    ok = same_entries(snap.held, snap.nheld, name, mm->held[name],
+                      mm->nheld[name], mm, &h) && ok;
+    ok = same_entries(snap.pending, snap.npending, name, mm->queue[name],
+                      mm->nqueue[name], mm, &p) && ok;
   }
+  /* And no entry of another name. */
   ok = ok && h == snap.nheld && p == snap.npending;
   if (!ok && verbose) {
     fprintf(stderr, "state differs from the model:\n");
