@@ -2,8 +2,16 @@
   "targets": [
     {
       "target_name": "web_locks",
-      "sources": ["src/wl-api.c", "src/wl-local.c", "src/wl-shared.c", "src/wl-region.c", "src/wl-recover.c", "src/wl-live.c", "src/wl-wake.c", "src/wl-watch.c", "src/wl-segment.c", "src/binding.c"],
-      "defines": ["NAPI_VERSION=8"],
+      "variables": {
+        "wl_shared%": "<!(node -p \"process.platform === 'linux' && !process.env.WEB_LOCKS_NO_SHARED ? 1 : 0\")"
+      },
+      "sources": ["src/wl-api.c", "src/wl-local.c", "src/wl-region.c", "src/binding.c"],
+      "defines": ["NAPI_VERSION=8", "WL_SHARED_MANAGER=<(wl_shared)"],
+      "conditions": [
+        ["wl_shared == 1", {
+          "sources": ["src/wl-shared.c", "src/wl-recover.c", "src/wl-live.c", "src/wl-wake.c", "src/wl-watch.c", "src/wl-segment.c"]
+        }]
+      ],
       "cflags_c": ["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "xcode_settings": {
         "GCC_C_LANGUAGE_STANDARD": "c11",

@@ -115,8 +115,12 @@ function hostTarget (scope, options) {
 }
 
 // Opens this thread's agent of the manager in target.file. Throws an Error
-// whose code says what is wrong with the file and whose message names it.
+// whose code says what is wrong with the file and whose message names it,
+// or a NotSupportedError from a build without the machine-wide manager.
 function openHost (binding, { file, size, mode }) {
+  if (typeof binding.open !== 'function') {
+    throw new DOMException(fail('this build of web-locks has no machine-wide lock manager (it needs Linux).'), 'NotSupportedError')
+  }
   let handle
   try {
     handle = binding.open(file, size, mode, randomUUID())

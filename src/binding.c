@@ -309,6 +309,7 @@ static void wlb__on_check(uv_check_t *check) {
   wlb__drain(t);
 }
 
+#if WL_SHARED_MANAGER
 /* Shared managers open in this process. */
 static pthread_mutex_t wlb__segments_mutex = PTHREAD_MUTEX_INITIALIZER;
 static wlb_segment_t *wlb__segments;
@@ -367,6 +368,8 @@ static void wlb__segment_unref(wlb_segment_t *seg) {
   pthread_mutex_unlock(&wlb__segments_mutex);
 }
 
+#endif
+
 /* One of the thread's handles is closed; the last one frees the thread. */
 static void wlb__closed(wlb_thread_t *t) {
   if (--t->open_handles > 0)
@@ -379,6 +382,7 @@ static void wlb__closed(wlb_thread_t *t) {
 
 static void wlb__on_close(uv_handle_t *handle) { wlb__closed(handle->data); }
 
+#if WL_SHARED_MANAGER
 static void wlb__on_poll_close(uv_handle_t *handle) {
   wlb_agent_t *a = wlb__container_of(handle, wlb_agent_t, poll);
   wlb_thread_t *t = a->t;
@@ -406,6 +410,8 @@ static void wlb__close_scope(wlb_thread_t *t, uint32_t h) {
   }
   uv_close((uv_handle_t *)&a->poll, wlb__on_poll_close);
 }
+
+#endif
 
 /* Drops what the thread holds in JS. Nothing can be done about a failure
  * here but go on tearing down. */
@@ -437,10 +443,12 @@ static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
   wlb_thread_t *t = arg;
   uint32_t i;
 
+#if WL_SHARED_MANAGER
   for (i = 0; i < t->nscopes; i++) {
     if (t->scopes[i] != NULL)
       wlb__close_scope(t, i);
   }
+#endif
   if (t->dispatch != NULL)
     wl_agent_close(&t->agent);
   for (i = 0; i < t->nchunks; i++)
@@ -490,6 +498,7 @@ static napi_value wlb__throw_code(napi_env env, int rc) {
   return NULL;
 }
 
+#if WL_SHARED_MANAGER
 /* The name of a core error code, or of an errno as libuv names it. */
 static const char *wlb__code_name(int rc) {
   switch (rc) {
@@ -507,6 +516,8 @@ static const char *wlb__code_name(int rc) {
     return uv_err_name(rc);
   }
 }
+
+#endif
 
 /* Makes t's io array. Returns 0, or 1 with an exception pending. */
 static int wlb__make_io(napi_env env, wlb_thread_t *t) {
@@ -683,6 +694,7 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
   return result;
 }
 
+#if WL_SHARED_MANAGER
 /* A shared manager's agent from its handle, or NULL with a TypeError. */
 static wlb_agent_t *wlb__scope_arg(napi_env env, wlb_thread_t *t,
                                    napi_value v) {
@@ -831,6 +843,8 @@ static napi_value wlb_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+#endif
+
 /* Entries of one name share one JS string (names[i], made on first use):
  * a long name held or awaited many times is copied once. */
 static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
@@ -903,6 +917,7 @@ static napi_value wlb_query(napi_env env, napi_callback_info info) {
   return wlb__query(env, wl_local());
 }
 
+#if WL_SHARED_MANAGER
 /* scopeQuery(handle) -> the snapshot of a shared manager. */
 static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
   napi_value argv[1];
@@ -915,6 +930,8 @@ static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
   return wlb__query(env, a->seg->m);
 }
 
+#endif
+
 static napi_value wlb__define(napi_env env, napi_value exports,
                               wlb_thread_t *t) {
   napi_property_descriptor props[] = {
@@ -923,10 +940,12 @@ static napi_value wlb__define(napi_env env, napi_value exports,
       {"release", NULL, wlb_release, NULL, NULL, NULL, napi_default, t},
       {"abort", NULL, wlb_abort, NULL, NULL, NULL, napi_default, t},
       {"query", NULL, wlb_query, NULL, NULL, NULL, napi_default, t},
+#if WL_SHARED_MANAGER
       {"open", NULL, wlb_open, NULL, NULL, NULL, napi_default, t},
       {"scopeRequest", NULL, wlb_scope_request, NULL, NULL, NULL, napi_default, t},
       {"scopeQuery", NULL, wlb_scope_query, NULL, NULL, NULL, napi_default, t},
       {"close", NULL, wlb_close, NULL, NULL, NULL, napi_default, t},
+#endif
   };
 
   WLB_CALL(env, napi_define_properties(env, exports,

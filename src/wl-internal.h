@@ -395,7 +395,11 @@ static inline int wl__lock(wl_manager_t *m) {
   if (WL__SHARED(m) && WL__UNLIKELY(wl__is_damaged(m)))
     return WL_ECORRUPT;
   rc = pthread_mutex_lock(m->mutex);
+#if WL_SHARED_MANAGER
   return WL__UNLIKELY(rc != 0) ? wl__lock_slow(m, rc) : 0;
+#else
+  return WL__UNLIKELY(rc != 0) ? WL_ECORRUPT : 0;
+#endif
 }
 
 static inline void wl__unlock(wl_manager_t *m) { pthread_mutex_unlock(m->mutex); }
@@ -512,7 +516,11 @@ extern const wl__ops_t wl__local_ops;
 extern const wl__ops_t wl__shared_ops;
 
 static inline const wl__ops_t *wl__ops(const wl_manager_t *m) {
+#if WL_SHARED_MANAGER
   return m->shared ? &wl__shared_ops : &wl__local_ops;
+#else
+  return &wl__local_ops;
+#endif
 }
 
 /* How many names the manager holds; for tests that check nothing leaks. */

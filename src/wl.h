@@ -59,6 +59,13 @@ enum {
  * manager's file: processes share a file only if they agree on it. */
 #define WL_LAYOUT 2
 
+/* Whether this build has managers shared by processes (wl_segment_open and
+ * the wake descriptors): they need Linux, and the build leaves them out
+ * elsewhere (binding.gyp sets this to 0). */
+#ifndef WL_SHARED_MANAGER
+#define WL_SHARED_MANAGER 1
+#endif
+
 #define WL_CLIENT_ID_MAX 64
 
 typedef struct wl_manager_s wl_manager_t;

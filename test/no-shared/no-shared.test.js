@@ -1,0 +1,21 @@
+'use strict';
+// The addon built without the machine-wide manager, as it is on every
+// platform but Linux (test/tools/no-shared.sh builds it so on Linux and runs
+// this file, and the process-wide suites, against it): openLockManager()
+// rejects with a NotSupportedError, and the process-wide manager works.
+const assert = require('node:assert/strict');
+const { api } = require('../fixtures/util');
+
+describe('a build without the machine-wide manager', function () {
+  it('rejects openLockManager() with a NotSupportedError, and never throws', async function () {
+    const { openLockManager } = api();
+    let p;
+    assert.doesNotThrow(() => { p = openLockManager('scope'); });
+    await assert.rejects(p, (err) => err instanceof DOMException && err.name === 'NotSupportedError' && /needs Linux/.test(err.message));
+  });
+
+  it('still has the process-wide manager', async function () {
+    const { locks } = api();
+    assert.equal(await locks.request('no-shared', (lock) => lock.mode), 'exclusive');
+  });
+});
