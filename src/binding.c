@@ -9,7 +9,8 @@
  * an index into this thread's slot table, checked on every call. Grants and
  * steals are delivered to the JS dispatcher as (id, events), each through
  * napi_make_callback, so that microtasks run between deliveries as they do
- * between tasks. */
+ * between tasks. Numbers on the hot paths (a request's result, a delivery's
+ * id and events) go through a Uint32Array shared with JS, not JS values. */
 
 /* uv.h needs the POSIX types that strict C11 hides. */
 #define _POSIX_C_SOURCE 200809L
