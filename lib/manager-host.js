@@ -101,22 +101,19 @@ function hostBackend (binding, handle, file) {
 }
 
 // Where the scope's manager lives, and how to create it: { file, size,
-// mode }. Throws a TypeError or RangeError for bad arguments, and a
-// NotSupportedError off Linux.
+// mode }. Throws a TypeError or RangeError for bad arguments.
 function hostTarget (scope, options) {
   if (!isScope(scope)) {
     throw new SafeTypeError(fail(`the scope must be 1 to ${SCOPE_MAX} letters, digits, '.', '_' or '-'.`))
   }
   const { dir, size, mode } = toHostOptions(options)
-  if (process.platform !== 'linux') {
-    throw new DOMException(fail(`the machine-wide lock manager needs Linux (this is ${process.platform}).`), 'NotSupportedError')
-  }
   return { file: path.join(path.resolve(dir), `web-locks.${scope}`), size, mode }
 }
 
 // Opens this thread's agent of the manager in target.file. Throws an Error
 // whose code says what is wrong with the file and whose message names it,
-// or a NotSupportedError from a build without the machine-wide manager.
+// or a NotSupportedError from a build without the machine-wide manager (any
+// platform but Linux: binding.gyp).
 function openHost (binding, { file, size, mode }) {
   if (typeof binding.open !== 'function') {
     throw new DOMException(fail('this build of web-locks has no machine-wide lock manager (it needs Linux).'), 'NotSupportedError')
