@@ -696,17 +696,20 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
 }
 
 #if WL_SHARED_MANAGER
-/* A shared manager's agent from its handle, or NULL with a TypeError. */
-static wlb_agent_t *wlb__scope_arg(napi_env env, wlb_thread_t *t,
-                                   napi_value v) {
-  uint32_t h;
-
-  if (napi_get_value_uint32(env, v, &h) != napi_ok || h >= t->nscopes ||
-      t->scopes[h] == NULL) {
+/* The n arguments of a call on a shared manager, the first its handle:
+ * the thread, the handle's index and its agent, or NULL with an exception
+ * pending. */
+static wlb_agent_t *wlb__scope_args(napi_env env, napi_callback_info info,
+                                    size_t n, napi_value *argv,
+                                    wlb_thread_t **t, uint32_t *h) {
+  if (wlb__args(env, info, n, argv, t) != 0)
+    return NULL;
+  if (napi_get_value_uint32(env, argv[0], h) != napi_ok || *h >= (*t)->nscopes ||
+      (*t)->scopes[*h] == NULL) {
     napi_throw_type_error(env, NULL, "web-locks: unknown lock manager");
     return NULL;
   }
-  return t->scopes[h];
+  return (*t)->scopes[*h];
 }
 
 /* A free index in the thread's table of shared managers' agents, or -1. */
@@ -823,9 +826,9 @@ static napi_value wlb_scope_request(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   wlb_thread_t *t;
   wlb_agent_t *a;
+  uint32_t h;
 
-  if (wlb__args(env, info, 3, argv, &t) != 0 ||
-      (a = wlb__scope_arg(env, t, argv[0])) == NULL)
+  if ((a = wlb__scope_args(env, info, 3, argv, &t, &h)) == NULL)
     return NULL;
   return wlb__request(env, t, &a->agent, argv + 1);
 }
@@ -836,11 +839,8 @@ static napi_value wlb_close(napi_env env, napi_callback_info info) {
   wlb_thread_t *t;
   uint32_t h;
 
-  if (wlb__args(env, info, 1, argv, &t) != 0 ||
-      wlb__scope_arg(env, t, argv[0]) == NULL)
-    return NULL;
-  WLB_CALL(env, napi_get_value_uint32(env, argv[0], &h));
-  wlb__close_scope(t, h);
+  if (wlb__scope_args(env, info, 1, argv, &t, &h) != NULL)
+    wlb__close_scope(t, h);
   return NULL;
 }
 
@@ -924,9 +924,9 @@ static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   wlb_thread_t *t;
   wlb_agent_t *a;
+  uint32_t h;
 
-  if (wlb__args(env, info, 1, argv, &t) != 0 ||
-      (a = wlb__scope_arg(env, t, argv[0])) == NULL)
+  if ((a = wlb__scope_args(env, info, 1, argv, &t, &h)) == NULL)
     return NULL;
   return wlb__query(env, a->seg->m);
 }

@@ -37,6 +37,22 @@ __attribute__((constructor)) static void install_fault_hook(void) {
   signal(SIGPIPE, SIG_IGN);
 }
 
+void tpidns_enter(int fd) {
+  pid_t inner;
+  int status;
+
+  ASSERT_EQ(0, unshare(CLONE_NEWPID));
+  inner = fork();
+  ASSERT(inner >= 0);
+  if (inner != 0) {
+    /* This process stays outside and says its child's pid. */
+    ASSERT_EQ(sizeof(inner), write(fd, &inner, sizeof(inner)));
+    waitpid(inner, &status, 0);
+    _exit(0);
+  }
+  ASSERT_EQ(1, getpid());
+}
+
 void tshm_path(char *buf, size_t len, const char *what) {
   snprintf(buf, len, "/dev/shm/wl-%s-%d", what, (int)getpid());
   unlink(buf);
@@ -259,20 +275,8 @@ void tchild_fork(tchild_t *c, const char *path, uint64_t size,
   if (c->reap == 0) {
     close(to[1]);
     close(from[0]);
-    if (flags & TCHILD_NEW_PID_NS) {
-      /* This process stays outside and says its child's pid. */
-      pid_t inner;
-      int status;
-      ASSERT_EQ(0, unshare(CLONE_NEWPID));
-      inner = fork();
-      ASSERT(inner >= 0);
-      if (inner != 0) {
-        ASSERT_EQ(sizeof(inner), write(from[1], &inner, sizeof(inner)));
-        waitpid(inner, &status, 0);
-        _exit(0);
-      }
-      ASSERT_EQ(1, getpid());
-    }
+    if (flags & TCHILD_NEW_PID_NS)
+      tpidns_enter(from[1]);
     if (prepare != NULL)
       prepare();
     tchild_main(path, size, name, to[0], from[1]);

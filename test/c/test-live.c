@@ -4,7 +4,6 @@
  * waited behind its locks are granted, in order. */
 #define _GNU_SOURCE
 
-#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,21 +33,8 @@ static pid_t holder(int ready[2], int go[2], const char *point, int new_pid_ns,
     close(pids[1]);
     return pid;
   }
-  if (new_pid_ns) {
-    /* The grandchild is pid 1 of a namespace of its own; its parent tells
-     * the test its pid as seen from outside. */
-    pid_t inner;
-    int status;
-    ASSERT_EQ(0, unshare(CLONE_NEWPID));
-    inner = fork();
-    ASSERT(inner >= 0);
-    if (inner != 0) {
-      ASSERT_EQ(sizeof(inner), write(pids[1], &inner, sizeof(inner)));
-      waitpid(inner, &status, 0);
-      _exit(0);
-    }
-    ASSERT_EQ(1, getpid());
-  }
+  if (new_pid_ns)
+    tpidns_enter(pids[1]);
   {
     wl_manager_t *m = tsegment_open(path, SIZE);
     wl_agent_t c;

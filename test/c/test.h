@@ -84,6 +84,10 @@ void tagent_init(tagent_t *t, const char *client_id, size_t client_id_len);
  * callback for agents polled by hand, and a fault hook that kills this
  * process (SIGKILL) at the named point. */
 void tshm_path(char *buf, size_t len, const char *what);
+/* Goes on as pid 1 of a new pid namespace: the calling process forks the
+ * process that returns, writes its pid (as seen from outside) to fd, and
+ * exits when it does. */
+void tpidns_enter(int fd);
 wl_manager_t *tsegment_open(const char *path, uint64_t size);
 void tignore_notify(wl_agent_t *agent);
 void tkill_at(const char *point);

@@ -128,6 +128,7 @@ async function runProcessStress(opts = {}) {
       if (p === undefined) continue;
       const r = requests.get(event.id);
       if (event.kind === 'granted') {
+        r.granted = true; // so that it can be released once robbed
         const m = await p.take((x) => x.type === 'granted' && x.id === event.id, `grant of #${event.id}`);
         judgeExclusion(event.id, m.seen);
         stats.granted++;
@@ -249,8 +250,6 @@ async function runProcessStress(opts = {}) {
     while (Date.now() < deadline) {
       while (live.size < count) await spawn();
       await step();
-      // Granted requests are marked so that a robbed one can be released.
-      for (const e of model.events) if (e.kind === 'granted') requests.get(e.id).granted = true;
       await deliver();
       await compareQuery();
       stats.steps++;
@@ -265,7 +264,6 @@ async function runProcessStress(opts = {}) {
       await p.take((m) => m.type === 'released' && m.id === id, `release of #${id}`);
       model.release(id);
       requests.get(id).done = true;
-      for (const e of model.events) if (e.kind === 'granted') requests.get(e.id).granted = true;
       await deliver();
     }
     const left = model.snapshot();
