@@ -6,17 +6,25 @@
 passed=0
 failed=0
 
+# A test that hangs fails after this many seconds; timeout signals its whole
+# process group, so forked children end too.
+limit=${WL_TEST_TIMEOUT:-300}
+
 # TSan cannot map its shadow memory under some kernels' ASLR; retry such a
 # run with ASLR disabled.
 run() {
-  out=$("$1" 2>&1)
+  out=$(timeout -k 10 "$limit" "$@" 2>&1)
   rc=$?
   case $out in
   *"unexpected memory mapping"*)
-    out=$(setarch "$(uname -m)" -R "$1" 2>&1)
+    out=$(timeout -k 10 "$limit" setarch "$(uname -m)" -R "$@" 2>&1)
     rc=$?
     ;;
   esac
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    out="$out
+$1: timed out after $limit s"
+  fi
 }
 
 for t in "$@"; do

@@ -42,9 +42,10 @@ static wl_off_t wait_once(wl_manager_t *m, int queued) {
   return off;
 }
 
-/* The waiting side, once the parent holds x: twice, with a new agent at the
- * same offset the second time, whose FIFO is a new one: the parent's open
- * write end of the first fails and it finds the second by name. */
+/* The waiting side, each time the parent holds or has queued for x: twice,
+ * with a new agent at the same offset the second time, whose FIFO is a new
+ * one: the parent's open write end of the first fails and it finds the
+ * second by name. */
 static void waiter(int go, int queued) {
   wl_manager_t *m;
   wl_off_t first;
@@ -53,6 +54,7 @@ static void waiter(int go, int queued) {
   ASSERT_EQ(1, read(go, &byte, 1));
   m = tsegment_open(path, SIZE);
   first = wait_once(m, queued);
+  ASSERT_EQ(1, read(go, &byte, 1));
   ASSERT_EQ(first, wait_once(m, queued));
   wl_segment_close(m);
   _exit(0);
@@ -73,26 +75,32 @@ static void test_release_wakes_another_process(void) {
   ASSERT_EQ(0, pipe(queued));
   pid = fork();
   ASSERT(pid >= 0);
-  if (pid == 0)
+  if (pid == 0) {
+    close(go[1]);
+    close(queued[0]);
     waiter(go[0], queued[1]);
+  }
+  /* Only the child writes `queued`: if it dies, reads see end of file. */
+  close(go[0]);
+  close(queued[1]);
   m = tsegment_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &h, ID("holder"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&h, &x, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(1, write(go[1], "g", 1));
   ASSERT_EQ(1, read(queued[0], &byte, 1));
   ASSERT_EQ(1, wl_release(&x));
-  /* Queued behind the waiter's grant, held by the time it queues again. */
+  /* Queued behind the waiter's grant (or granted, if it has released
+   * already) before the waiter's second agent queues. */
   ASSERT(wl_request(&h, &x, NAME("x"), WL_EXCLUSIVE, 0) >= 0);
+  ASSERT_EQ(1, write(go[1], "g", 1));
   ASSERT_EQ(1, read(queued[0], &byte, 1));
   ASSERT_EQ(1, wl_release(&x));
   ASSERT_EQ(pid, waitpid(pid, &status, 0));
   ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   wl_agent_close(&h);
   wl_segment_close(m);
-  close(go[0]);
   close(go[1]);
   close(queued[0]);
-  close(queued[1]);
   unlink(path);
 }
 
