@@ -72,6 +72,19 @@ export interface OpenLockManagerOptions {
   mode?: number
 }
 
+export interface PostgresLockManagerOptions {
+  /**
+   * The database: a connection string, node-postgres's client config, or a
+   * `pg.Pool` (the calls then go through it). Needs the `pg` package.
+   */
+  postgres: string | object
+  /**
+   * The schema of the manager's tables and functions (default `web_locks`),
+   * created on first use.
+   */
+  schema?: string
+}
+
 /**
  * This thread's agent of the lock manager shared by every process on this
  * host that opens `scope` (letters, digits, `.`, `_`, `-`; at most 100
@@ -80,6 +93,18 @@ export interface OpenLockManagerOptions {
  * NotSupportedError.
  */
 export declare function openLockManager (scope: string, options?: OpenLockManagerOptions): Promise<SharedLockManager>
+/**
+ * With a `postgres` option: a new agent of the lock manager shared by every
+ * process, on any host, that opens `scope` in that database.
+ */
+export declare function openLockManager (scope: string, options: PostgresLockManagerOptions): Promise<SharedLockManager>
+
+/**
+ * The SQL that creates the PostgreSQL manager's schema (default
+ * `web_locks`), for a database owner to run where the role that uses it
+ * may not create it.
+ */
+export declare function postgresSchema (schema?: string): string
 
 /**
  * Contention figures for one lock name, counted on this thread for the

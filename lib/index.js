@@ -3,9 +3,10 @@
 // The navigator.locks-shaped API over every lock manager: WebIDL argument
 // handling, the spec's validation steps, promises and AbortSignal. A manager
 // is a backend behind one interface (manager-process.js says what it is):
-// the process-wide one (`locks`) and the machine-wide ones
-// (openLockManager, manager-host.js). The backend decides who holds what;
-// this file only runs callbacks and settles promises on this thread.
+// the process-wide one (`locks`), the machine-wide ones (openLockManager,
+// manager-host.js) and those in PostgreSQL (openLockManager with a
+// `postgres` option, manager-postgres.js). The backend decides who holds
+// what; this file only runs callbacks and settles promises on this thread.
 
 const path = require('path')
 const { randomUUID } = require('crypto')
@@ -20,14 +21,8 @@ const {
 } = require('./intrinsics.js')
 const { processBackend } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
-
-// A native request's mode (bit 0) and flags (the bits above).
-const SHARED = 1
-const IF_AVAILABLE = 2
-const STEAL = 4
-const EV_GRANTED = 1
-const EV_UNAVAILABLE = 2
-const EV_STOLEN = 4
+const { postgresTarget, openPostgres, schemaSQL } = require('./manager-postgres.js')
+const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('./events.js')
 
 // How a request that did not succeed ended, for monitorContention().
 const STOLEN = 'stolen'
@@ -56,15 +51,15 @@ const resolved = PromiseResolve()
 const kToken = Symbol('web-locks')
 const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, signalOps: undefined, steal: false })
 
-// This thread's requests, indexed by native id (small integers, reused), and
-// the Uint32Array through which the binding passes numbers without making JS
-// values: a native request's result (IO_RESULT), and the id and events of
-// the delivery it dispatches (IO_ID, IO_EVENTS). The binding's exports
+// This thread's requests of native managers, indexed by native id (small
+// integers, reused), and the Uint32Array through which the binding passes
+// numbers without making JS values: a native request's result (index 0,
+// read by the backends), and the id and events of the delivery it
+// dispatches (IO_ID, IO_EVENTS). The binding's exports
 // object is one per thread even when this file is evaluated more than once
 // (test runners with per-file module registries), so both live there.
 // Without a prototype, no index setter of Array.prototype can intercept a
 // store.
-const IO_RESULT = 0
 const IO_ID = 1
 const IO_EVENTS = 2
 if (!Object.hasOwn(binding, 'requests')) setUp()
@@ -101,6 +96,7 @@ class LockRequest {
   reject = undefined
   settled = false
   held = false
+  dropped = false
   diagnostics = undefined
   grant = undefined
 
@@ -118,7 +114,7 @@ class LockRequest {
       this.grant = undefined
       grant(this)
     } else if (events & EV_UNAVAILABLE) {
-      requests[this.id] = undefined
+      this.backend.forget(this)
       this.grant = undefined
       grant(this)
     }
@@ -127,7 +123,7 @@ class LockRequest {
   }
 
   run () {
-    if (this.backend.closed) return // dropped (settled) by close()
+    if (this.dropped) return
     const { signal, signalOps } = this.options
     if (this.held && signal !== undefined) {
       unwatch(signal, this)
@@ -205,13 +201,24 @@ class LockRequest {
 
   release () {
     this.held = false
-    requests[this.id] = undefined
-    return this.backend.release(this.id)
+    return this.backend.release(this)
   }
 
+  // Released, then settled: a backend whose release takes a round trip
+  // settles once the lock is free.
   finish (ok, value) {
-    if (this.held && !this.release()) this.settle(false, stolenError(), STOLEN)
-    else this.settle(ok, value, ok ? undefined : FAILED)
+    if (!this.held) {
+      this.settle(ok, value, ok ? undefined : FAILED)
+      return
+    }
+    const held = this.release()
+    if (typeof held === 'boolean') this.released(held, ok, value)
+    else PromisePrototypeThen(held, (stillHeld) => this.released(stillHeld, ok, value))
+  }
+
+  released (stillHeld, ok, value) {
+    if (stillHeld) this.settle(ok, value, ok ? undefined : FAILED)
+    else this.settle(false, stolenError(), STOLEN)
   }
 
   // Settles the request() promise; later calls are ignored, as they are by
@@ -233,19 +240,22 @@ class LockRequest {
   // and the promise rejected with the signal's reason either way.
   abort () {
     if (this.settled) return
-    if (this.backend.abort(this.id)) requests[this.id] = undefined
+    this.backend.abort(this)
     const { signal, signalOps } = this.options
     this.settle(false, signalOps.reason(signal), ABORTED)
   }
 
-  // Its manager was closed: the backend has dropped it (spec 2.6), so its
-  // promise rejects, as after a steal, and its callback never runs.
-  drop () {
-    requests[this.id] = undefined
+  // Its manager was closed, or its agent ended (a PostgreSQL session lost):
+  // the backend has dropped it (spec 2.6), so its promise rejects, as after
+  // a steal, with an AbortError unless the backend gives another error, and
+  // its callback never runs.
+  drop (error) {
+    this.backend.forget(this)
+    this.dropped = true
     this.held = false
     const { signal } = this.options
     if (signal !== undefined) unwatch(signal, this)
-    this.settle(false, closedError(), FAILED)
+    this.settle(false, error === undefined ? closedError() : error, FAILED)
   }
 }
 
@@ -383,6 +393,7 @@ function requestLock (backend, name, options, callback) {
     request.reject = reject
   })
   if (request.reject === undefined) return promise
+  let result
   try {
     // The abort steps are in place before anything user-visible runs (a
     // start subscriber may abort the signal).
@@ -390,18 +401,19 @@ function requestLock (backend, name, options, callback) {
       watch(signal, request)
       if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
     }
-    backend.request(name, (mode === 'shared' ? SHARED : 0) | (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0))
+    result = backend.request(name, (mode === 'shared' ? SHARED : 0) | (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0), request)
   } catch (error) {
     request.settled = true // never made: its abort steps must do nothing
     if (signal !== undefined) unwatch(signal, request)
     throw error
   }
-  const result = io[IO_RESULT]
-  const id = result >>> 1
-  request.id = id
-  requests[id] = request
+  if (result >= 0) {
+    const id = result >>> 1
+    request.id = id
+    requests[id] = request
+  }
   try {
-    if (startChannel.hasSubscribers) publishStart(request, (result & 1) === 0)
+    if (startChannel.hasSubscribers) publishStart(request, result >= 0 && (result & 1) === 0)
   } catch {
     // Only a RangeError near the stack limit lands here (Node reports a
     // subscriber's own errors itself); the request stands without its event.
@@ -418,17 +430,6 @@ function publishStart (request, queued) {
 
 function invalidState (method) {
   return new DOMException(`Failed to execute '${method}' on 'LockManager': The lock manager was closed.`, 'InvalidStateError')
-}
-
-// This thread leaves a closable manager: the backend ends its agent (spec
-// 2.6: its requests leave their queues, its locks are released), and every
-// request of it that has not settled rejects.
-function closeBackend (backend) {
-  backend.close()
-  for (let id = 0; id < requests.length; id++) {
-    const request = requests[id]
-    if (request !== undefined && request.backend === backend) request.drop()
-  }
 }
 
 class LockManager {
@@ -473,8 +474,10 @@ class LockManager {
     }
   }
 
-  // Not in the spec: this thread leaves a manager it opened. Closing twice
-  // is harmless; the process-wide manager lasts as long as the thread.
+  // Not in the spec: this thread leaves a manager it opened. The backend
+  // ends its agent (spec 2.6: its requests leave their queues, its locks are
+  // released) and drops every request of it that has not settled. Closing
+  // twice is harmless; the process-wide manager lasts as long as the thread.
   close () {
     try {
       if (!(this !== null && typeof this === 'object' && #backend in this)) throw new SafeTypeError('Illegal invocation')
@@ -482,11 +485,9 @@ class LockManager {
       if (backend.close === undefined) {
         throw new DOMException("Failed to execute 'close' on 'LockManager': The process-wide lock manager cannot be closed.", 'NotSupportedError')
       }
-      if (!backend.closed) {
-        MapPrototypeDelete(openManagers, backend.file)
-        closeBackend(backend)
-      }
-      return PromiseResolve()
+      if (backend.closed) return PromiseResolve()
+      if (backend.file !== undefined) MapPrototypeDelete(openManagers, backend.file)
+      return PromiseResolve(backend.close())
     } catch (error) {
       return PromiseReject(error)
     }
@@ -507,9 +508,15 @@ function closeAll () {
 }
 
 // openLockManager(scope, [options]): this thread's agent of the lock
-// manager that every process on the host opening `scope` shares.
+// manager that every process on the host opening `scope` shares, or with a
+// `postgres` option, every process that opens `scope` in that database.
+// Each call with `postgres` joins as a new agent.
 function openLockManager (scope, options) {
   try {
+    if (options !== null && typeof options === 'object' && options.postgres !== undefined) {
+      const target = postgresTarget(scope, options)
+      return PromisePrototypeThen(openPostgres(target), (backend) => new LockManager(kToken, backend))
+    }
     const target = hostTarget(scope, options)
     let manager = MapPrototypeGet(openManagers, target.file)
     if (manager === undefined) {
@@ -551,4 +558,10 @@ for (const [Class, members] of [[LockManager, ['request', 'query', 'close']], [L
 
 const locks = new LockManager(kToken, processBackend(binding))
 
-module.exports = { locks, LockManager, Lock, monitorContention, openLockManager }
+// The SQL that creates the PostgreSQL manager's schema, for a database
+// owner to run where the role that uses it may not create it.
+function postgresSchema (schema) {
+  return schemaSQL(schema)
+}
+
+module.exports = { locks, LockManager, Lock, monitorContention, openLockManager, postgresSchema }

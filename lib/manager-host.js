@@ -63,7 +63,7 @@ function damaged (file) {
 // A backend (see manager-process.js) for one thread's agent of the manager
 // in `file`.
 function hostBackend (binding, handle, file) {
-  const { scopeRequest, release, abort, scopeQuery, close } = binding
+  const { scopeRequest, release, abort, scopeQuery, close, requests, io } = binding
   const translate = (error) => {
     if (error !== null && typeof error === 'object' && error.code === 'ENOMEM') return quotaExceeded(file)
     if (error !== null && typeof error === 'object' && error.code === 'ECORRUPT') return damaged(file)
@@ -78,12 +78,19 @@ function hostBackend (binding, handle, file) {
       } catch (error) {
         throw translate(error)
       }
+      return io[0]
     },
-    release (id) {
-      return !backend.closed && release(id)
+    release (request) {
+      requests[request.id] = undefined
+      return !backend.closed && release(request.id)
     },
-    abort (id) {
-      return !backend.closed && abort(id)
+    abort (request) {
+      if (backend.closed || !abort(request.id)) return false
+      requests[request.id] = undefined
+      return true
+    },
+    forget (request) {
+      requests[request.id] = undefined
     },
     query () {
       try {
@@ -92,9 +99,16 @@ function hostBackend (binding, handle, file) {
         throw translate(error)
       }
     },
+    // close() frees the slots of this agent's requests: their ids, and so
+    // the table's entries, go (the same ids may be reused by other
+    // managers' requests at once).
     close () {
       backend.closed = true
       close(handle)
+      for (let id = 0; id < requests.length; id++) {
+        const request = requests[id]
+        if (request !== undefined && request.backend === backend) request.drop()
+      }
     }
   }
   return backend

@@ -48,7 +48,8 @@ export async function misuse (): Promise<void> {
 
   // Only a manager that openLockManager() opened has close().
   await locks.close() // error TS2339
-  await openLockManager('app', { size: '1M' }) // error TS2322
+  await openLockManager('app', { size: '1M' }) // error TS2769
+  await openLockManager('app', { postgres: 'postgres://db', schema: 1 }) // error TS2769
 
   // The polyfill exports one boolean.
   const flag: string = installed // error TS2322

@@ -76,4 +76,8 @@ export async function shared (): Promise<void> {
   await closed
   await asManager.query()
   await webLocks.openLockManager('app')
+  const db = await webLocks.openLockManager('app', { postgres: 'postgres://app@db/app', schema: 'locks' })
+  await db.close()
+  await webLocks.openLockManager('app', { postgres: { host: 'db', user: 'app' } })
+  const sql: string = webLocks.postgresSchema('locks')
 }

@@ -1,0 +1,13 @@
+'use strict'
+
+// What the shim and a backend tell each other about a request: its mode
+// (bit 0) and flags (the bits above), as the binding takes them, and the
+// events a backend delivers (the binding's WL_EV_*).
+module.exports = Object.freeze({
+  SHARED: 1,
+  IF_AVAILABLE: 2,
+  STEAL: 4,
+  EV_GRANTED: 1,
+  EV_UNAVAILABLE: 2,
+  EV_STOLEN: 4
+})

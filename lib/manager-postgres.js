@@ -1,0 +1,539 @@
+'use strict'
+
+// The lock manager on PostgreSQL behind openLockManager(scope, { postgres }).
+// The spec's algorithms run in the database, one SQL function and one
+// transaction each (postgres-schema.sql); grants and steals reach their
+// agent by LISTEN/NOTIFY. Each thread that opens a scope is one agent with
+// two connections of its own:
+// - its session: LISTEN, the agent's life lock (a session-level advisory
+//   lock that PostgreSQL releases when the session ends, however it ends),
+//   and the calls, unless the user gave a pool for them;
+// - its watcher, which waits for the life lock of the next agent of the
+//   scope (a ring), so that a death is seen at once and swept.
+// A lost session ends the agent: its requests reject with an AbortError and
+// its next request joins as a new agent.
+
+const fs = require('fs')
+const path = require('path')
+const { randomUUID } = require('crypto')
+const { DOMException, SafeTypeError } = require('./intrinsics.js')
+const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('./events.js')
+
+const DEFAULT_SCHEMA = 'web_locks'
+const LAYOUT = 1
+const SCOPE_MAX = 100
+const IDENTIFIER_MAX = 63
+// The watcher's wait ends after this and it looks again at who its
+// neighbour is: the safety net for a missed 'r' notification.
+const WATCH_TIMEOUT_MS = 30000
+
+// PostgreSQL's SQLSTATEs that this file acts on.
+const INSUFFICIENT_PRIVILEGE = '42501'
+const AGENT_GONE = 'WLGON'
+
+function fail (message) {
+  return `Failed to execute 'openLockManager': ${message}`
+}
+
+function loadPg () {
+  try {
+    return require('pg')
+  } catch (error) {
+    if (error !== null && typeof error === 'object' && error.code === 'MODULE_NOT_FOUND') {
+      const missing = new Error("web-locks: the postgres option needs the 'pg' package: npm install pg")
+      missing.code = 'MODULE_NOT_FOUND'
+      throw missing
+    }
+    throw error
+  }
+}
+
+function quoteIdentifier (name) {
+  return `"${name.replace(/"/g, '""')}"`
+}
+
+// The schema's advisory key: the first half of its agents' life locks, and
+// (with 0) of the lock that migrations take. FNV-1a of its UTF-8 bytes.
+function schemaKey (schema) {
+  let h = 0x811c9dc5
+  for (const byte of Buffer.from(schema, 'utf8')) {
+    h ^= byte
+    h = Math.imul(h, 0x01000193) >>> 0
+  }
+  return (h & 0x7fffffff) || 1
+}
+
+function isScope (value) {
+  return typeof value === 'string' && value.length > 0 && value.length <= SCOPE_MAX && /^[A-Za-z0-9._-]+$/.test(value)
+}
+
+// The connection settings of openLockManager's `postgres` option: a
+// connection string, pg's config object, or a pg.Pool (then the calls go
+// through it and the session and watcher use its settings).
+function toConnection (value) {
+  if (typeof value === 'string') return { config: { connectionString: value }, pool: null }
+  if (value !== null && typeof value === 'object') {
+    if (typeof value.query === 'function' && typeof value.connect === 'function') {
+      return { config: { ...value.options }, pool: value }
+    }
+    return { config: { ...value }, pool: null }
+  }
+  throw new SafeTypeError(fail('the postgres option must be a connection string, a pg config object or a pg.Pool.'))
+}
+
+// Where the scope's manager lives: { scope, schema, key, config, pool }.
+// Throws a TypeError for bad arguments.
+function postgresTarget (scope, options) {
+  if (!isScope(scope)) {
+    throw new SafeTypeError(fail(`the scope must be 1 to ${SCOPE_MAX} letters, digits, '.', '_' or '-'.`))
+  }
+  const schema = toSchema(options.schema)
+  const { config, pool } = toConnection(options.postgres)
+  return { scope, schema, key: schemaKey(schema), config, pool }
+}
+
+// A schema name: any identifier PostgreSQL takes (it is always quoted).
+function toSchema (value = DEFAULT_SCHEMA) {
+  if (typeof value !== 'string' || value.length === 0 || Buffer.byteLength(value) > IDENTIFIER_MAX || value.includes('\0')) {
+    throw new SafeTypeError(`web-locks: the schema must be a name of 1 to ${IDENTIFIER_MAX} bytes.`)
+  }
+  return value
+}
+
+// The schema's SQL, for one schema name.
+function schemaSQL (value) {
+  const schema = toSchema(value)
+  const text = fs.readFileSync(path.join(__dirname, 'postgres-schema.sql'), 'utf8')
+  return text.replaceAll('@schema@', quoteIdentifier(schema)).replaceAll('@key@', String(schemaKey(schema)))
+}
+
+// What to grant, in SQL, where the role may not create or use the schema.
+async function privilegeError (client, schema, cause) {
+  let role = 'the role'
+  let database = 'the database'
+  try {
+    const { rows } = await client.query('SELECT quote_ident(current_user) AS role, quote_ident(current_database()) AS database')
+    role = rows[0].role
+    database = rows[0].database
+  } catch {}
+  const q = quoteIdentifier(schema)
+  const error = new Error(`web-locks: ${role} may not create or use the schema ${q} (${cause.message}). ` +
+    `Either GRANT CREATE ON DATABASE ${database} TO ${role}; or have the database's owner run the SQL of ` +
+    `require('web-locks').postgresSchema(${JSON.stringify(schema)}) and then GRANT USAGE ON SCHEMA ${q} TO ${role}; ` +
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${q} TO ${role}; ` +
+    `GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA ${q} TO ${role};`)
+  error.code = 'EACCES'
+  error.cause = cause
+  return error
+}
+
+// The schema's layout, 0 if it has none yet.
+async function layoutOf (client, schema) {
+  const { rows } = await client.query('SELECT to_regclass(format(\'%I.meta\', $1::text)) IS NOT NULL AS present', [schema])
+  if (!rows[0].present) return 0
+  const meta = await client.query(`SELECT value FROM ${quoteIdentifier(schema)}.meta WHERE key = 'layout'`)
+  return meta.rows.length === 0 ? 0 : Number(meta.rows[0].value)
+}
+
+// Creates the schema, once, whoever else is starting: under a session-level
+// advisory lock, the layout is read again in a new transaction (which sees
+// what another creator committed meanwhile), and the SQL runs as one
+// implicit transaction.
+async function createSchema (client, target) {
+  await client.query('SELECT pg_advisory_lock($1, 0)', [target.key])
+  try {
+    const layout = await layoutOf(client, target.schema)
+    if (layout !== 0) return layout
+    await client.query(schemaSQL(target.schema))
+    return LAYOUT
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1, 0)', [target.key])
+  }
+}
+
+async function ensureSchema (client, target) {
+  let layout
+  try {
+    layout = await layoutOf(client, target.schema)
+    if (layout === 0) layout = await createSchema(client, target)
+  } catch (error) {
+    if (error.code === INSUFFICIENT_PRIVILEGE) throw await privilegeError(client, target.schema, error)
+    throw error
+  }
+  if (layout !== LAYOUT) {
+    const error = new Error(`web-locks: the schema ${quoteIdentifier(target.schema)} has layout ${layout}; this version of web-locks uses layout ${LAYOUT}.`)
+    error.code = 'ELAYOUT'
+    throw error
+  }
+}
+
+function ignore () {}
+
+function closedError () {
+  return new DOMException('The lock manager was closed.', 'AbortError')
+}
+
+function lostError (cause) {
+  const error = new DOMException('The lock was lost: the session with PostgreSQL ended.', 'AbortError')
+  if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause, configurable: true, writable: true })
+  return error
+}
+
+// The SQL of each call, with a statement name that is the schema's own, so
+// that each connection prepares it once.
+function statements (target) {
+  const q = quoteIdentifier(target.schema)
+  const named = (name, text) => ({ name: `web_locks_${target.key}_${name}`, text })
+  return {
+    join: named('join', `SELECT ${q}.join($1, $2) AS agent`),
+    request: named('request', `SELECT state, token FROM ${q}.request($1, $2, $3, $4, $5, $6)`),
+    release: named('release', `SELECT ${q}.release($1, $2) AS held`),
+    abort: named('abort', `SELECT ${q}.abort($1, $2) AS removed`),
+    leave: named('leave', `SELECT ${q}.leave($1)`),
+    sweep: named('sweep', `SELECT ${q}.sweep($1, $2) AS ended`),
+    neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),
+    snapshot: named('snapshot', `SELECT held, name, shared, client_id FROM ${q}.snapshot($1)`),
+    cancel: named('cancel', 'SELECT pg_cancel_backend($1)')
+  }
+}
+
+// One session with PostgreSQL: an agent of the scope while it lasts.
+class Session {
+  client
+  // Its calls, one after another: pg runs one query at a time per client.
+  queue = Promise.resolve()
+  agent = 0
+  watcher = null
+  watching = false
+  retarget = null
+  lost = false
+
+  constructor (client) {
+    this.client = client
+  }
+}
+
+class PostgresBackend {
+  closed = false
+  target
+  pg
+  sql
+  clientId = randomUUID()
+  // This agent's requests that the database may still hold, by local id:
+  // the number notifications name.
+  requests = new Map()
+  // The request calls still on their way, by local id: an abort waits for
+  // its request's call.
+  making = new Map()
+  nextId = 1
+  current = null
+  connecting = null
+  // Calls on their way: the session's socket keeps Node running while
+  // there are any, or requests that wait.
+  busy = 0
+
+  constructor (target, pg) {
+    this.target = target
+    this.pg = pg
+    this.sql = statements(target)
+  }
+
+  // The current session, joined as a new agent if there is none.
+  session () {
+    if (this.current !== null) return Promise.resolve(this.current)
+    if (this.connecting === null) {
+      this.connecting = this.join().then((session) => {
+        this.connecting = null
+        this.current = session
+        this.refresh()
+        return session
+      }, (error) => {
+        this.connecting = null
+        throw error
+      })
+    }
+    return this.connecting
+  }
+
+  connection () {
+    return new this.pg.Client({ application_name: 'web-locks', ...this.target.config, keepAlive: true })
+  }
+
+  async join () {
+    const client = this.connection()
+    const session = new Session(client)
+    client.on('error', (error) => this.lose(session, error))
+    client.on('end', () => this.lose(session, undefined))
+    client.on('notification', (message) => this.notified(session, message.payload))
+    try {
+      await client.connect()
+      await ensureSchema(client, this.target)
+      const { rows } = await client.query(this.sql.join, [this.target.scope, this.clientId])
+      session.agent = rows[0].agent
+      await client.query(`LISTEN ${quoteIdentifier(`web_locks.${this.target.key}.${session.agent}`)}`)
+      await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
+    } catch (error) {
+      session.lost = true
+      client.end().catch(() => {})
+      throw error
+    }
+    if (this.closed) {
+      this.end(session, true)
+      throw closedError()
+    }
+    this.watch(session)
+    return session
+  }
+
+  // A call of one SQL function: through the user's pool, else the session,
+  // after the session's calls made before it.
+  call (session, statement, values) {
+    const query = { ...statement, values }
+    let result
+    if (this.target.pool !== null) {
+      result = this.target.pool.query(query)
+    } else {
+      result = session.queue.then(() => session.client.query(query))
+      session.queue = result.then(ignore, ignore)
+    }
+    this.busy++
+    this.refresh()
+    const done = () => {
+      this.busy--
+      this.refresh()
+    }
+    result.then(done, done)
+    return result
+  }
+
+  // Keeps Node running while calls are on their way or requests wait, as
+  // the native managers do, and no longer.
+  refresh () {
+    const session = this.current
+    const stream = session !== null && session.client.connection && session.client.connection.stream
+    if (!stream || typeof stream.ref !== 'function') return
+    if (this.busy > 0 || this.requests.size > 0) stream.ref()
+    else stream.unref()
+  }
+
+  notified (session, payload) {
+    if (session !== this.current) return
+    if (payload === 'r') {
+      this.retarget(session)
+      return
+    }
+    const [id, kind, token] = payload.split(' ')
+    const request = this.requests.get(Number(id))
+    if (request === undefined) return
+    if (kind === 'g') {
+      request.token = BigInt(token)
+      request.deliver(EV_GRANTED)
+    } else if (kind === 's') {
+      this.requests.delete(request.id)
+      this.refresh()
+      request.deliver(EV_STOLEN)
+    }
+  }
+
+  request (name, how, request) {
+    const id = this.nextId++
+    request.id = id
+    this.requests.set(id, request)
+    this.refresh()
+    const made = this.session().then((session) => {
+      if (this.requests.get(id) !== request) return // aborted or dropped meanwhile
+      const values = [session.agent, id, Buffer.from(name, 'utf16le'), (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0]
+      return this.call(session, this.sql.request, values).then(({ rows }) => {
+        if (this.requests.get(id) !== request) return
+        const { state, token } = rows[0]
+        if (state === 1) {
+          request.token = BigInt(token)
+          request.deliver(EV_GRANTED)
+        } else if (state === 2) {
+          request.deliver(EV_UNAVAILABLE)
+        }
+      }, (error) => this.failed(session, request, error))
+    }, (error) => {
+      if (this.requests.get(id) !== request) return
+      this.forget(request)
+      request.drop(error)
+    })
+    this.making.set(id, made)
+    made.then(() => this.making.delete(id))
+    return -1
+  }
+
+  // A call for a request failed: if the session is gone, so is every
+  // request; else this one rejects with the error.
+  failed (session, request, error) {
+    if (error !== null && typeof error === 'object' && error.code === AGENT_GONE) {
+      this.lose(session, error)
+      return
+    }
+    if (this.requests.get(request.id) !== request) return
+    this.forget(request)
+    request.drop(error)
+  }
+
+  forget (request) {
+    this.requests.delete(request.id)
+    this.refresh()
+  }
+
+  // Whether the lock was still held: a promise that never rejects.
+  release (request) {
+    this.forget(request)
+    const session = this.current
+    if (session === null) return Promise.resolve(false)
+    return this.call(session, this.sql.release, [session.agent, request.id]).then(({ rows }) => rows[0].held === true, () => false)
+  }
+
+  // The database takes the request out of its queue once its request call
+  // is done; if it was granted meanwhile, the grant arrives and the shim
+  // releases it (the spec's abort after a grant).
+  abort (request) {
+    const id = request.id
+    const made = this.making.get(id)
+    if (made === undefined) {
+      if (this.requests.has(id)) this.abortQueued(request)
+    } else {
+      made.then(() => {
+        if (this.requests.get(id) === request) this.abortQueued(request)
+      })
+    }
+    return false
+  }
+
+  abortQueued (request) {
+    const session = this.current
+    if (session === null) return
+    this.call(session, this.sql.abort, [session.agent, request.id]).then(({ rows }) => {
+      if (rows[0].removed && this.requests.get(request.id) === request) this.forget(request)
+    }, () => {})
+  }
+
+  async query () {
+    const session = await this.session()
+    const { rows } = await this.call(session, this.sql.snapshot, [this.target.scope])
+    const held = []
+    const pending = []
+    for (const row of rows) {
+      const info = { name: row.name.toString('utf16le'), mode: row.shared ? 'shared' : 'exclusive', clientId: row.client_id }
+      if (row.held) held.push(info)
+      else pending.push(info)
+    }
+    return { held, pending }
+  }
+
+  close () {
+    this.closed = true
+    this.dropAll(closedError())
+    const session = this.current
+    this.current = null
+    if (session !== null) return this.end(session, true)
+    if (this.connecting !== null) return this.connecting.then(() => {}, () => {})
+    return undefined
+  }
+
+  dropAll (error) {
+    const dropped = [...this.requests.values()]
+    this.requests.clear()
+    for (const request of dropped) request.drop(error)
+  }
+
+  // The session ended or the agent was ended: every request of it is lost.
+  lose (session, cause) {
+    if (session.lost) return
+    session.lost = true
+    if (session !== this.current) return
+    this.current = null
+    this.dropAll(lostError(cause))
+    this.end(session, false)
+  }
+
+  // Ends a session: leaves the scope first if it can (a clean close).
+  async end (session, leave) {
+    session.lost = true
+    if (session.retarget !== null) session.retarget()
+    try {
+      if (session.watcher !== null && session.watching && leave) {
+        await this.call(session, this.sql.cancel, [session.watcher.processID])
+      }
+      if (leave) await this.call(session, this.sql.leave, [session.agent])
+    } catch {
+      // The session is gone: the ring's sweep ends the agent.
+    }
+    if (session.watcher !== null) session.watcher.end().catch(() => {})
+    await session.client.end().catch(() => {})
+  }
+
+  // Sees the death of the next agent of the ring, and sweeps it.
+  async watch (session) {
+    while (!session.lost) {
+      try {
+        const { rows } = await this.call(session, this.sql.neighbour, [this.target.scope, session.agent])
+        const next = rows[0].agent
+        if (next === null) {
+          await new Promise((resolve) => { session.retarget = resolve })
+          session.retarget = null
+          continue
+        }
+        if (session.watcher === null) session.watcher = await this.watcherFor(session)
+        await this.waitFor(session, next)
+        if (!session.lost) await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
+      } catch (error) {
+        if (session.lost) return
+        // The watcher's connection failed: open another on the next turn.
+        if (session.watcher !== null) session.watcher.end().catch(() => {})
+        session.watcher = null
+        await new Promise((resolve) => setTimeout(resolve, 1000).unref())
+      }
+    }
+  }
+
+  async watcherFor (session) {
+    const watcher = this.connection()
+    watcher.on('error', () => {})
+    await watcher.connect()
+    const stream = watcher.connection && watcher.connection.stream
+    if (stream && typeof stream.unref === 'function') stream.unref()
+    await watcher.query(`SET lock_timeout = ${WATCH_TIMEOUT_MS}`)
+    if (session.lost) {
+      watcher.end().catch(() => {})
+      throw lostError()
+    }
+    return watcher
+  }
+
+  // Waits until the agent `next` has no life lock (or the wait is cancelled
+  // or times out), taking and dropping its shared side in one statement.
+  async waitFor (session, next) {
+    const key = this.target.key
+    session.watching = true
+    try {
+      await session.watcher.query('SELECT pg_advisory_lock_shared($1, $2), pg_advisory_unlock_shared($1, $2)', [key, next])
+    } catch (error) {
+      if (session.lost) throw error
+      // Cancelled (a new neighbour) or timed out: hold nothing.
+      await session.watcher.query('SELECT pg_advisory_unlock_all()')
+    } finally {
+      session.watching = false
+    }
+  }
+
+  // A new agent joined just after this one: watch it instead.
+  retarget (session) {
+    if (session.retarget !== null) session.retarget()
+    else if (session.watching) this.call(session, this.sql.cancel, [session.watcher.processID]).catch(() => {})
+  }
+}
+
+// Opens this thread's agent of the scope in the database: resolves once it
+// has joined, with the backend (see manager-process.js).
+async function openPostgres (target) {
+  const backend = new PostgresBackend(target, loadPg())
+  await backend.session()
+  return backend
+}
+
+module.exports = { postgresTarget, openPostgres, schemaSQL }

@@ -1,0 +1,332 @@
+'use strict';
+// openLockManager(scope, { postgres }): the lock manager in a PostgreSQL
+// database, on a real server that test/fixtures/postgres.js starts. Its
+// agents here are managers of this thread (each open is one agent) and
+// child processes (test/fixtures/agent.js).
+const assert = require('node:assert/strict');
+const childProcess = require('node:child_process');
+const path = require('node:path');
+const { api, uniq, deferred, PKG } = require('./fixtures/util');
+const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
+const { postgres } = require('./fixtures/postgres');
+
+function domError(name) {
+  return (err) => err instanceof DOMException && err.name === name;
+}
+
+// Holds a lock of `manager` until release() is called.
+function holdOn(manager, name, options = {}) {
+  const granted = deferred();
+  const gate = deferred();
+  const done = manager.request(name, options, (lock) => {
+    granted.resolve(lock);
+    return gate.promise;
+  });
+  done.catch(() => {});
+  return { granted: granted.promise, done, release: (v) => gate.resolve(v) };
+}
+
+function only(snapshot, name) {
+  return {
+    held: snapshot.held.filter((i) => i.name === name),
+    pending: snapshot.pending.filter((i) => i.name === name),
+  };
+}
+
+function scopeName(prefix) {
+  return uniq(prefix).replace(/#/g, '-');
+}
+
+describe('openLockManager (PostgreSQL)', function () {
+  this.timeout(30000);
+  let openLockManager;
+  let LockManager;
+  let url;
+  let pg;
+  let admin;
+  const opened = [];
+
+  before(async function () {
+    ({ openLockManager, LockManager } = api());
+    pg = require('pg');
+    ({ url } = await postgres());
+    admin = new pg.Client(url);
+    await admin.connect();
+  });
+  afterEach(async function () {
+    await terminateAll();
+    for (const m of opened.splice(0)) await m.close();
+  });
+  after(async function () {
+    if (admin) await admin.end();
+  });
+
+  async function open(scope, options = {}) {
+    const m = await openLockManager(scope, Object.assign({ postgres: url }, options));
+    opened.push(m);
+    return m;
+  }
+
+  // Resolves once the manager's requests so far are in the database: its
+  // query() goes on the same session, after them.
+  async function settledIn(manager) {
+    await manager.query();
+  }
+
+  describe('opening', function () {
+    it('gives a LockManager; each open is a new agent with its own clientId', async function () {
+      const scope = scopeName('open');
+      const a = await open(scope);
+      const b = await open(scope);
+      assert.ok(a instanceof LockManager);
+      assert.notEqual(a, b);
+      const x = holdOn(a, 'x');
+      const y = holdOn(b, 'y');
+      await Promise.all([x.granted, y.granted]);
+      const { held } = await a.query();
+      assert.equal(held.length, 2);
+      assert.notEqual(held[0].clientId, held[1].clientId);
+      x.release();
+      y.release();
+      await Promise.all([x.done, y.done]);
+    });
+
+    it('refuses bad scopes, schemas and connection options with a TypeError', async function () {
+      for (const scope of ['', 'a/b', '../x', 'x'.repeat(101), 'a b', 42]) {
+        await assert.rejects(openLockManager(scope, { postgres: url }), TypeError, String(scope));
+      }
+      for (const schema of ['', 'x'.repeat(64), 'a\0b', 7]) {
+        await assert.rejects(openLockManager('s', { postgres: url, schema }), TypeError, String(schema));
+      }
+      for (const value of [42, true, null]) {
+        await assert.rejects(openLockManager('s', { postgres: value }), TypeError, String(value));
+      }
+    });
+
+    it('takes any schema name as a name: SQL in it is not run', async function () {
+      const schema = `wl"; DROP TABLE pg_class; --${process.pid}`;
+      const m = await open(scopeName('inject'), { schema });
+      assert.equal(await m.request('x', (lock) => lock.name), 'x');
+      const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = $1', [schema]);
+      assert.equal(rows[0].n, 1);
+      await m.close();
+      await admin.query(`DROP SCHEMA "${schema.replace(/"/g, '""')}" CASCADE`);
+    });
+
+    it('creates the schema once when many agents start at once', async function () {
+      const schema = `wl_race_${process.pid}`;
+      const managers = await Promise.all(Array.from({ length: 8 }, () => open(scopeName('race'), { schema })));
+      assert.equal(managers.length, 8);
+      const { rows } = await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'layout'`);
+      assert.deepEqual(rows, [{ value: '1' }]);
+      for (const m of managers) await m.close();
+      await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
+    });
+
+    it('refuses a schema of another layout, naming both', async function () {
+      const schema = `wl_layout_${process.pid}`;
+      const m = await open(scopeName('layout'), { schema });
+      await m.close();
+      await admin.query(`UPDATE "${schema}".meta SET value = '99' WHERE key = 'layout'`);
+      await assert.rejects(openLockManager('s', { postgres: url, schema }), (err) => {
+        assert.equal(err.code, 'ELAYOUT');
+        assert.match(err.message, /layout 99.*layout 1/);
+        return true;
+      });
+      await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
+    });
+
+    it('tells a role without rights what to grant, and works once the owner made the schema and granted them', async function () {
+      const role = `wl_limited_${process.pid}`;
+      const schema = `wl_owned_${process.pid}`;
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'limited'`);
+      try {
+        const limited = new URL(url);
+        limited.username = role;
+        limited.password = 'limited';
+        await assert.rejects(openLockManager('s', { postgres: limited.href, schema }), (err) => {
+          assert.equal(err.code, 'EACCES');
+          assert.match(err.message, /GRANT CREATE ON DATABASE/);
+          assert.match(err.message, /postgresSchema/);
+          return true;
+        });
+        await admin.query(api().postgresSchema(schema));
+        await admin.query(`GRANT USAGE ON SCHEMA "${schema}" TO ${role}; ` +
+          `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "${schema}" TO ${role}; ` +
+          `GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA "${schema}" TO ${role};`);
+        const m = await open('s', { postgres: limited.href, schema });
+        assert.equal(await m.request('x', (lock) => lock.mode), 'exclusive');
+        await m.close();
+      } finally {
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await admin.query(`DROP ROLE ${role}`);
+      }
+    });
+
+    it("says to install 'pg' when it is missing", function () {
+      const hide = "const M = require('module'); const r = M._resolveFilename; " +
+        "M._resolveFilename = function (n, ...a) { if (n === 'pg') { const e = new Error('no pg'); e.code = 'MODULE_NOT_FOUND'; throw e } return r.call(this, n, ...a) };";
+      const code = `${hide} require(${JSON.stringify(PKG)}).openLockManager('s', { postgres: 'postgres://x@127.0.0.1:1/x' })` +
+        '.then(() => process.exit(3), (e) => { console.log(e.message); process.exit(0) })';
+      const out = childProcess.execFileSync(process.execPath, ['-e', code], { encoding: 'utf8' });
+      assert.match(out, /npm install pg/);
+    });
+  });
+
+  describe('the spec, across agents', function () {
+    it('grants one name in request order, exclusive then shared together', async function () {
+      const scope = scopeName('order');
+      const [a, b, c] = await Promise.all([open(scope), open(scope), open(scope)]);
+      const order = [];
+      const first = holdOn(a, 'x');
+      await first.granted;
+      const second = b.request('x', { mode: 'shared' }, () => { order.push('b'); });
+      await settledIn(b);
+      const third = c.request('x', { mode: 'shared' }, (lock) => { order.push('c'); return lock.mode; });
+      await settledIn(c);
+      const { held, pending } = only(await a.query(), 'x');
+      assert.deepEqual(held.map((i) => i.mode), ['exclusive']);
+      assert.deepEqual(pending.map((i) => i.mode), ['shared', 'shared']);
+      first.release();
+      assert.equal(await third, 'shared');
+      await second;
+      await first.done;
+      assert.deepEqual(order.sort(), ['b', 'c']);
+    });
+
+    it('ifAvailable gives null while another agent holds the name', async function () {
+      const scope = scopeName('ifavail');
+      const [a, b] = await Promise.all([open(scope), open(scope)]);
+      const h = holdOn(a, 'x');
+      await h.granted;
+      assert.equal(await b.request('x', { ifAvailable: true }, (lock) => lock), null);
+      h.release();
+      await h.done;
+      assert.equal(await b.request('x', { ifAvailable: true }, (lock) => lock.name), 'x');
+    });
+
+    it('steal robs the holder in another agent, which rejects with an AbortError; the thief goes first', async function () {
+      const scope = scopeName('steal');
+      const [a, b, c] = await Promise.all([open(scope), open(scope), open(scope)]);
+      const h = holdOn(a, 'x');
+      await h.granted;
+      const waiting = c.request('x', () => 'c');
+      await settledIn(c);
+      assert.equal(await b.request('x', { steal: true }, async () => {
+        assert.deepEqual(only(await b.query(), 'x').pending.length, 1);
+        return 'thief';
+      }), 'thief');
+      await assert.rejects(h.done, domError('AbortError'));
+      assert.equal(await waiting, 'c');
+      h.release();
+    });
+
+    it('an aborted request leaves the queue; the signal reason rejects it', async function () {
+      const scope = scopeName('abort');
+      const [a, b] = await Promise.all([open(scope), open(scope)]);
+      const h = holdOn(a, 'x');
+      await h.granted;
+      const controller = new AbortController();
+      const waiting = b.request('x', { signal: controller.signal }, () => 'never');
+      await settledIn(b);
+      assert.equal(only(await a.query(), 'x').pending.length, 1);
+      controller.abort(new Error('no more'));
+      await assert.rejects(waiting, /no more/);
+      // The abort reaches the database after its request: wait for b's calls.
+      await settledIn(b);
+      assert.equal(only(await a.query(), 'x').pending.length, 0);
+      h.release();
+      await h.done;
+    });
+
+    it('keeps names exactly: lone surrogates, U+FFFD and a 1 MB name are names of their own', async function () {
+      const m = await open(scopeName('names'));
+      const names = ['\uD800', '\uFFFD', '\uDC00\uD800', 'x'.repeat(1 << 20)];
+      const held = names.map((name) => holdOn(m, name));
+      const locks = await Promise.all(held.map((h) => h.granted));
+      assert.deepEqual(locks.map((l) => l.name), names);
+      const snapshot = await m.query();
+      assert.deepEqual(snapshot.held.map((i) => i.name).sort(), [...names].sort());
+      for (const h of held) h.release();
+      await Promise.all(held.map((h) => h.done));
+    });
+
+    it('close() rejects its unsettled requests and releases its locks; later calls reject with InvalidStateError', async function () {
+      const scope = scopeName('close');
+      const [a, b] = await Promise.all([open(scope), open(scope)]);
+      const h = holdOn(a, 'x');
+      await h.granted;
+      const waiting = holdOn(a, 'y');
+      await waiting.granted;
+      const next = b.request('x', () => 'b');
+      await settledIn(b);
+      await a.close();
+      await assert.rejects(h.done, domError('AbortError'));
+      await assert.rejects(waiting.done, domError('AbortError'));
+      assert.equal(await next, 'b');
+      await assert.rejects(a.request('z', () => {}), domError('InvalidStateError'));
+      await assert.rejects(a.query(), domError('InvalidStateError'));
+    });
+  });
+
+  describe('agents in other processes', function () {
+    async function agent(scope) {
+      return spawnProcessAgent({ scope, postgres: url });
+    }
+
+    it('queue in order with this process, and see the same query()', async function () {
+      const scope = scopeName('procs');
+      const m = await open(scope);
+      const [p, q] = await Promise.all([agent(scope), agent(scope)]);
+      const h = holdOn(m, 'x');
+      await h.granted;
+      const pid = await p.request('x');
+      const qid = await q.request('x', { mode: 'shared' });
+      const mine = await m.query();
+      assert.deepEqual(only(await p.query(), 'x'), only(mine, 'x'));
+      assert.deepEqual(only(mine, 'x').pending.map((i) => i.mode), ['exclusive', 'shared']);
+      h.release();
+      await p.granted(pid);
+      assert.equal(q.isGranted(qid), false);
+      p.release(pid);
+      await q.granted(qid);
+      q.release(qid);
+      await q.settled(qid);
+      await h.done;
+    });
+
+    it('a SIGKILLed holder is released and the next agent granted within a second', async function () {
+      const scope = scopeName('kill');
+      const m = await open(scope);
+      const p = await agent(scope);
+      const pid = await p.request('x');
+      await p.granted(pid);
+      const granted = holdOn(m, 'x');
+      await settledIn(m);
+      const killed = Date.now();
+      p.child.kill('SIGKILL');
+      await granted.granted;
+      const ms = Date.now() - killed;
+      assert.ok(ms < 1000, `granted ${ms} ms after the kill`);
+      granted.release();
+      await granted.done;
+    });
+
+    it('a session ended by the server (pg_terminate_backend) loses its locks: they reject with an AbortError; the manager joins again as a new agent', async function () {
+      const scope = scopeName('terminate');
+      const [a, b] = await Promise.all([open(scope), open(scope)]);
+      const h = holdOn(a, 'x');
+      await h.granted;
+      const next = b.request('x', () => 'b');
+      await settledIn(b);
+      const before = only(await a.query(), 'x').held[0].clientId;
+      const { rows } = await admin.query(`SELECT pid FROM pg_stat_activity WHERE application_name = 'web-locks' AND pid IN (SELECT pid FROM web_locks.agents WHERE client_id = $1)`, [before]);
+      assert.equal(rows.length, 1);
+      await admin.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+      await assert.rejects(h.done, domError('AbortError'));
+      assert.equal(await next, 'b');
+      assert.equal(await a.request('x', (lock) => lock.name), 'x');
+      h.release();
+    });
+  });
+});
