@@ -11,24 +11,33 @@
 // - its watcher, which waits for the life lock of the next agent of the
 //   scope (a ring), so that a death is seen at once and swept.
 // A lost session ends the agent: its requests reject with an AbortError and
-// its next request joins as a new agent.
+// its next request joins as a new agent. A session is lost when the server
+// ends it, or when a call or a keepalive gets no answer within `keepalive`
+// (a network cut); the server, for its part, ends a session that has said
+// nothing for that long (idle_session_timeout), which releases its locks.
 
 const fs = require('fs')
 const path = require('path')
 const { randomUUID } = require('crypto')
-const { DOMException, SafeTypeError } = require('./intrinsics.js')
+const { DOMException, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
 const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('./events.js')
 
 const DEFAULT_SCHEMA = 'web_locks'
+const DEFAULT_KEEPALIVE_MS = 10000
+const MIN_KEEPALIVE_MS = 300
 const LAYOUT = 1
 const SCOPE_MAX = 100
 const IDENTIFIER_MAX = 63
 // The watcher's wait ends after this and it looks again at who its
 // neighbour is: the safety net for a missed 'r' notification.
 const WATCH_TIMEOUT_MS = 30000
+// How often, and how long apart, close() cancels the watcher's wait.
+const CANCEL_TRIES = 20
+const CANCEL_WAIT_MS = 50
 
 // PostgreSQL's SQLSTATEs that this file acts on.
 const INSUFFICIENT_PRIVILEGE = '42501'
+const UNDEFINED_SETTING = '42704'
 const AGENT_GONE = 'WLGON'
 
 function fail (message) {
@@ -81,15 +90,23 @@ function toConnection (value) {
   throw new SafeTypeError(fail('the postgres option must be a connection string, a pg config object or a pg.Pool.'))
 }
 
-// Where the scope's manager lives: { scope, schema, key, config, pool }.
-// Throws a TypeError for bad arguments.
+function toKeepalive (value = DEFAULT_KEEPALIVE_MS) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < MIN_KEEPALIVE_MS || value > 2 ** 31 - 1) {
+    throw new SafeRangeError(fail(`the keepalive option must be a whole number of milliseconds from ${MIN_KEEPALIVE_MS}.`))
+  }
+  return value
+}
+
+// Where the scope's manager lives: { scope, schema, key, config, pool,
+// keepalive }. Throws a TypeError or RangeError for bad arguments.
 function postgresTarget (scope, options) {
   if (!isScope(scope)) {
     throw new SafeTypeError(fail(`the scope must be 1 to ${SCOPE_MAX} letters, digits, '.', '_' or '-'.`))
   }
   const schema = toSchema(options.schema)
   const { config, pool } = toConnection(options.postgres)
-  return { scope, schema, key: schemaKey(schema), config, pool }
+  const keepalive = toKeepalive(options.keepalive)
+  return { scope, schema, key: schemaKey(schema), config, pool, keepalive }
 }
 
 // A schema name: any identifier PostgreSQL takes (it is always quoted).
@@ -202,9 +219,15 @@ class Session {
   client
   // Its calls, one after another: pg runs one query at a time per client.
   queue = Promise.resolve()
+  // Whether a query is on its way, and since when (or when the last
+  // answer came): the keepalive's clock.
+  asking = false
+  since = Date.now()
+  keepalive = null
   agent = 0
   watcher = null
   watching = false
+  watched = null
   retarget = null
   lost = false
 
@@ -256,7 +279,25 @@ class PostgresBackend {
   }
 
   connection () {
-    return new this.pg.Client({ application_name: 'web-locks', ...this.target.config, keepAlive: true })
+    const { config, keepalive } = this.target
+    return new this.pg.Client({ application_name: 'web-locks', connectionTimeoutMillis: keepalive, ...config, keepAlive: true })
+  }
+
+  // The server ends the session once it has said nothing for `keepalive`
+  // (PostgreSQL 14 and later; older servers rely on TCP keepalives), and
+  // gives up on an unanswered send as soon.
+  async limitIdle (client) {
+    const ms = this.target.keepalive
+    const settings = [['idle_session_timeout', ms], ['tcp_user_timeout', ms],
+      ['tcp_keepalives_idle', Math.max(1, Math.floor(ms / 2000))],
+      ['tcp_keepalives_interval', Math.max(1, Math.floor(ms / 6000))], ['tcp_keepalives_count', 3]]
+    for (const [name, value] of settings) {
+      try {
+        await client.query('SELECT set_config($1, $2, false)', [name, String(value)])
+      } catch (error) {
+        if (error.code !== UNDEFINED_SETTING) throw error
+      }
+    }
   }
 
   async join () {
@@ -267,6 +308,7 @@ class PostgresBackend {
     client.on('notification', (message) => this.notified(session, message.payload))
     try {
       await client.connect()
+      await this.limitIdle(client)
       await ensureSchema(client, this.target)
       const { rows } = await client.query(this.sql.join, [this.target.scope, this.clientId])
       session.agent = rows[0].agent
@@ -281,6 +323,7 @@ class PostgresBackend {
       this.end(session, true)
       throw closedError()
     }
+    this.keepAlive(session)
     this.watch(session)
     return session
   }
@@ -293,8 +336,7 @@ class PostgresBackend {
     if (this.target.pool !== null) {
       result = this.target.pool.query(query)
     } else {
-      result = session.queue.then(() => session.client.query(query))
-      session.queue = result.then(ignore, ignore)
+      result = this.ask(session, query)
     }
     this.busy++
     this.refresh()
@@ -304,6 +346,38 @@ class PostgresBackend {
     }
     result.then(done, done)
     return result
+  }
+
+  // A query on the session itself, after those before it, timed.
+  ask (session, query) {
+    const result = session.queue.then(() => {
+      session.asking = true
+      session.since = Date.now()
+      return session.client.query(query)
+    })
+    session.queue = result.then(ignore, ignore).then(() => {
+      session.asking = false
+      session.since = Date.now()
+    })
+    return result
+  }
+
+  // Every third of `keepalive`: a session whose query has had no answer for
+  // that long is lost (the network is cut), and one that has said nothing
+  // for a third of it says something, so that the server keeps it.
+  keepAlive (session) {
+    const limit = this.target.keepalive
+    const timer = setInterval(() => {
+      const quiet = Date.now() - session.since
+      if (session.asking && quiet > limit) {
+        this.lose(session, new Error(`web-locks: PostgreSQL did not answer for ${limit} ms`))
+        session.client.connection.stream.destroy()
+      } else if (!session.asking && quiet >= limit / 3) {
+        this.ask(session, 'SELECT 1').catch(ignore)
+      }
+    }, Math.ceil(limit / 3))
+    timer.unref()
+    session.keepalive = timer
   }
 
   // Keeps Node running while calls are on their way or requests wait, as
@@ -454,17 +528,30 @@ class PostgresBackend {
   // Ends a session: leaves the scope first if it can (a clean close).
   async end (session, leave) {
     session.lost = true
+    clearInterval(session.keepalive)
     if (session.retarget !== null) session.retarget()
     try {
-      if (session.watcher !== null && session.watching && leave) {
-        await this.call(session, this.sql.cancel, [session.watcher.processID])
+      if (leave) {
+        await this.stopWatching(session)
+        await this.call(session, this.sql.leave, [session.agent])
       }
-      if (leave) await this.call(session, this.sql.leave, [session.agent])
     } catch {
       // The session is gone: the ring's sweep ends the agent.
     }
-    if (session.watcher !== null) session.watcher.end().catch(() => {})
-    await session.client.end().catch(() => {})
+    // A lost session's watcher may wait for its lock until lock_timeout: it
+    // is not waited for.
+    const watcher = session.watcher === null ? undefined : session.watcher.end().catch(ignore)
+    await session.client.end().catch(ignore)
+    if (leave) await watcher
+  }
+
+  // Cancels the watcher's wait, again if the cancel came before the wait
+  // reached the server.
+  async stopWatching (session) {
+    for (let i = 0; i < CANCEL_TRIES && session.watching; i++) {
+      await this.call(session, this.sql.cancel, [session.watcher.processID])
+      await Promise.race([session.watched.then(ignore, ignore), new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS))])
+    }
   }
 
   // Sees the death of the next agent of the ring, and sweeps it.
@@ -474,11 +561,15 @@ class PostgresBackend {
         const { rows } = await this.call(session, this.sql.neighbour, [this.target.scope, session.agent])
         const next = rows[0].agent
         if (next === null) {
+          // Alone: no watcher until there is someone to watch.
+          if (session.watcher !== null) session.watcher.end().catch(ignore)
+          session.watcher = null
           await new Promise((resolve) => { session.retarget = resolve })
           session.retarget = null
           continue
         }
         if (session.watcher === null) session.watcher = await this.watcherFor(session)
+        if (session.lost) return
         await this.waitFor(session, next)
         if (!session.lost) await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
       } catch (error) {
@@ -497,6 +588,7 @@ class PostgresBackend {
     await watcher.connect()
     const stream = watcher.connection && watcher.connection.stream
     if (stream && typeof stream.unref === 'function') stream.unref()
+    await this.limitIdle(watcher)
     await watcher.query(`SET lock_timeout = ${WATCH_TIMEOUT_MS}`)
     if (session.lost) {
       watcher.end().catch(() => {})
@@ -510,8 +602,9 @@ class PostgresBackend {
   async waitFor (session, next) {
     const key = this.target.key
     session.watching = true
+    session.watched = session.watcher.query('SELECT pg_advisory_lock_shared($1, $2), pg_advisory_unlock_shared($1, $2)', [key, next])
     try {
-      await session.watcher.query('SELECT pg_advisory_lock_shared($1, $2), pg_advisory_unlock_shared($1, $2)', [key, next])
+      await session.watched
     } catch (error) {
       if (session.lost) throw error
       // Cancelled (a new neighbour) or timed out: hold nothing.

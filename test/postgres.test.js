@@ -9,6 +9,7 @@ const path = require('node:path');
 const { api, uniq, deferred, PKG } = require('./fixtures/util');
 const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres } = require('./fixtures/postgres');
+const { tcpProxy } = require('./fixtures/tcp-proxy');
 
 function domError(name) {
   return (err) => err instanceof DOMException && err.name === name;
@@ -100,6 +101,9 @@ describe('openLockManager (PostgreSQL)', function () {
       }
       for (const value of [42, true, null]) {
         await assert.rejects(openLockManager('s', { postgres: value }), TypeError, String(value));
+      }
+      for (const keepalive of [0, 299, 1.5, '1000', 2 ** 31]) {
+        await assert.rejects(openLockManager('s', { postgres: url, keepalive }), RangeError, String(keepalive));
       }
     });
 
@@ -269,6 +273,48 @@ describe('openLockManager (PostgreSQL)', function () {
     });
   });
 
+  describe('connections', function () {
+    it('uses two connections per agent however many requests wait', async function () {
+      const scope = scopeName('conns');
+      const managers = await Promise.all([open(scope), open(scope), open(scope)]);
+      const h = holdOn(managers[0], 'x');
+      await h.granted;
+      const waiting = [];
+      for (const m of managers) {
+        for (let i = 0; i < 20; i++) waiting.push(m.request('x', () => {}));
+      }
+      await Promise.all(managers.map(settledIn));
+      const sessions = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'web-locks'`);
+      // This file's other managers are closed after each test: every
+      // web-locks connection now is one of these three agents'.
+      assert.ok(sessions.rows[0].n <= 6, `${sessions.rows[0].n} connections`);
+      h.release();
+      await Promise.all(waiting);
+      await h.done;
+    });
+
+    it('makes its calls through a pg.Pool given as the postgres option', async function () {
+      const pool = new pg.Pool({ connectionString: url, max: 2 });
+      try {
+        const scope = scopeName('pool');
+        const a = await open(scope, { postgres: pool });
+        const b = await open(scope);
+        const h = holdOn(a, 'x');
+        await h.granted;
+        const next = b.request('x', () => 'b');
+        await settledIn(b);
+        assert.deepEqual(only(await a.query(), 'x').pending.length, 1);
+        h.release();
+        assert.equal(await next, 'b');
+        await h.done;
+        assert.ok(pool.totalCount >= 1);
+        await a.close();
+      } finally {
+        await pool.end();
+      }
+    });
+  });
+
   describe('agents in other processes', function () {
     async function agent(scope) {
       return spawnProcessAgent({ scope, postgres: url });
@@ -327,6 +373,34 @@ describe('openLockManager (PostgreSQL)', function () {
       assert.equal(await next, 'b');
       assert.equal(await a.request('x', (lock) => lock.name), 'x');
       h.release();
+    });
+
+    it('a network cut: the cut-off side loses its locks within keepalive; the server ends its session and the next agent is granted; then it joins again', async function () {
+      const { port } = await postgres();
+      const proxy = await tcpProxy(port);
+      try {
+        const through = new URL(url);
+        through.port = String(proxy.port);
+        const scope = scopeName('cut');
+        const a = await open(scope, { postgres: through.href, keepalive: 1000 });
+        const b = await open(scope);
+        const h = holdOn(a, 'x');
+        await h.granted;
+        const next = b.request('x', () => Date.now());
+        await settledIn(b);
+        const cutAt = Date.now();
+        proxy.cut();
+        await assert.rejects(h.done, domError('AbortError'));
+        const lost = Date.now() - cutAt;
+        const granted = (await next) - cutAt;
+        assert.ok(lost < 2500, `the cut-off side learned it after ${lost} ms`);
+        assert.ok(granted < 5000, `the next agent was granted ${granted} ms after the cut`);
+        proxy.restore();
+        assert.equal(await a.request('x', (lock) => lock.name), 'x');
+        h.release();
+      } finally {
+        await proxy.close();
+      }
     });
   });
 });
