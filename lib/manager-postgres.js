@@ -248,6 +248,8 @@ class PostgresBackend {
   // The request calls still on their way, by local id: an abort waits for
   // its request's call.
   making = new Map()
+  // Requests robbed before their grant was read (see notified()).
+  stolenEarly = new Set()
   nextId = 1
   current = null
   connecting = null
@@ -403,8 +405,14 @@ class PostgresBackend {
       request.token = BigInt(token)
       request.deliver(EV_GRANTED)
     } else if (kind === 's') {
-      this.requests.delete(request.id)
-      this.refresh()
+      // Granted at once and robbed before the answer of its request call
+      // was read (pg emits notifications before it resolves queries): the
+      // answer delivers both, the grant first, as the spec orders them.
+      if (!request.held && this.making.has(request.id)) {
+        this.stolenEarly.add(request.id)
+        return
+      }
+      this.forget(request)
       request.deliver(EV_STOLEN)
     }
   }
@@ -422,7 +430,12 @@ class PostgresBackend {
         const { state, token } = rows[0]
         if (state === 1) {
           request.token = BigInt(token)
-          request.deliver(EV_GRANTED)
+          if (this.stolenEarly.delete(id)) {
+            this.forget(request)
+            request.deliver(EV_GRANTED | EV_STOLEN)
+          } else {
+            request.deliver(EV_GRANTED)
+          }
         } else if (state === 2) {
           request.deliver(EV_UNAVAILABLE)
         }
@@ -512,6 +525,7 @@ class PostgresBackend {
   dropAll (error) {
     const dropped = [...this.requests.values()]
     this.requests.clear()
+    this.stolenEarly.clear()
     for (const request of dropped) request.drop(error)
   }
 

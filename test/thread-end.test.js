@@ -4,7 +4,7 @@
 // is released, so that requests queued behind them on other threads are
 // granted (in queue order).
 const assert = require('node:assert/strict');
-const { api, uniq, hold, stateOf, myClientId, PROCESS_MODE } = require('./fixtures/util');
+const { api, uniq, hold, stateOf, stateAfterEnd, myClientId, PROCESS_MODE } = require('./fixtures/util');
 const { spawnAgent, spawnScript, terminateAll } = require('./fixtures/agent');
 
 describe('a thread that ends', function () {
@@ -159,7 +159,7 @@ describe('a thread that ends', function () {
     let granted = false;
     const ex = locks.request(name, () => { granted = true; });
     await a.terminate();
-    const { held, pending } = await stateOf(name);
+    const { held, pending } = await stateAfterEnd(name, (state) => state.held.length === 1);
     assert.equal(held.length, 1);
     assert.equal(pending.length, 1);
     assert.equal(granted, false);

@@ -3,7 +3,7 @@
 // share a lock manager): the main thread and every worker_thread are agents
 // of the same manager.
 const assert = require('node:assert/strict');
-const { api, uniq, hold, stateOf, myClientId, PROCESS_MODE } = require('./fixtures/util');
+const { api, uniq, hold, stateOf, myClientId, requestsMade, PROCESS_MODE } = require('./fixtures/util');
 const { spawnAgent, spawnScript, terminateAll } = require('./fixtures/agent');
 
 function abortError(err) {
@@ -315,6 +315,8 @@ describe('across threads', function () {
       agent.abort(id, 'worker reason');
       const outcome = await agent.settled(id);
       assert.deepEqual(outcome.error, { value: 'worker reason' });
+      // The abort has reached the manager once the worker's next call has.
+      await agent.query();
       assert.equal((await stateOf(name)).pending.length, 1);
       h.release();
       assert.equal(await after, 'after');
@@ -354,6 +356,7 @@ describe('across threads', function () {
       const agent = await spawnAgent();
       const oid = await other.request(name, { mode: 'shared' });
       const queuedMain = locks.request(name, () => {});
+      await requestsMade(locks);
       const snap = await agent.query();
       const main = await myClientId();
       const otherId = await other.clientId();
