@@ -17,7 +17,7 @@ const {
   SafeSet, SetPrototypeAdd, SetPrototypeDelete, SetPrototypeForEach, SetPrototypeGetSize,
   SafeWeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet, WeakMapPrototypeDelete,
   SafeMap, MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
-  SymbolDispose, DOMException, SafeTypeError, nodeSignalPrototype, addAbortListener
+  SymbolDispose, DOMException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
 const { processBackend } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
@@ -55,13 +55,16 @@ const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', s
 // integers, reused), and the Uint32Array through which the binding passes
 // numbers without making JS values: a native request's result (index 0,
 // read by the backends), and the id and events of the delivery it
-// dispatches (IO_ID, IO_EVENTS). The binding's exports
+// dispatches (IO_ID, IO_EVENTS), with a grant's fencing token in two halves
+// (IO_TOKEN_LO, IO_TOKEN_HI). The binding's exports
 // object is one per thread even when this file is evaluated more than once
 // (test runners with per-file module registries), so both live there.
 // Without a prototype, no index setter of Array.prototype can intercept a
 // store.
 const IO_ID = 1
 const IO_EVENTS = 2
+const IO_TOKEN_LO = 3
+const IO_TOKEN_HI = 4
 if (!Object.hasOwn(binding, 'requests')) setUp()
 const { requests, io } = binding
 
@@ -70,8 +73,20 @@ function setUp () {
   Object.setPrototypeOf(table, null)
   const io = binding.setup(function dispatch () {
     const request = table[io[IO_ID]]
-    if (request !== undefined) request.deliver(io[IO_EVENTS])
+    if (request === undefined) return
+    const events = io[IO_EVENTS]
+    if (events & EV_GRANTED) {
+      // Below 2 ** 32 (years of grants), the low half alone: no arithmetic,
+      // and usually a small integer, which needs no heap number.
+      const hi = io[IO_TOKEN_HI]
+      request.token = hi === 0 ? io[IO_TOKEN_LO] : wideToken(hi, io[IO_TOKEN_LO])
+    }
+    request.deliver(events)
   }, randomUUID())
+  // A Number while exact (below 2 ** 53), else a BigInt.
+  function wideToken (hi, lo) {
+    return hi < 0x200000 ? hi * 0x100000000 + lo : (SafeBigInt(hi) << 32n) + SafeBigInt(lo)
+  }
   Object.defineProperty(binding, 'io', { value: io })
   Object.defineProperty(binding, 'requests', { value: table })
 }
@@ -99,6 +114,7 @@ class LockRequest {
   dropped = false
   diagnostics = undefined
   grant = undefined
+  token = 0 // the grant's fencing token: a Number, or a BigInt if a backend makes one
 
   constructor (backend, name, options, callback) {
     this.backend = backend
@@ -142,7 +158,7 @@ class LockRequest {
     const callback = this.callback
     let result
     try {
-      result = callback(this.held ? new Lock(kToken, this.name, this.options.mode) : null)
+      result = callback(this.held ? new Lock(kToken, this.name, this.options.mode, this.token) : null)
     } catch (error) {
       // As a rejected waiting promise: released in a microtask, after those
       // the callback queued.
@@ -536,20 +552,29 @@ function openLockManager (scope, options) {
 class Lock {
   #name
   #mode
+  #token
 
-  constructor (token, name, mode) {
-    if (token !== kToken) throw new SafeTypeError('Illegal constructor')
+  constructor (key, name, mode, token) {
+    if (key !== kToken) throw new SafeTypeError('Illegal constructor')
     this.#name = name
     this.#mode = mode
+    this.#token = token
   }
 
   get name () { return this.#name }
 
   get mode () { return this.#mode }
+
+  // Not in the spec: the grant's fencing token, greater than every token
+  // its manager gave before (see the README).
+  get token () {
+    const token = this.#token
+    return typeof token === 'bigint' ? token : SafeBigInt(token)
+  }
 }
 
 // WebIDL members are enumerable, and interfaces carry their name as a tag.
-for (const [Class, members] of [[LockManager, ['request', 'query', 'close']], [Lock, ['name', 'mode']]]) {
+for (const [Class, members] of [[LockManager, ['request', 'query', 'close']], [Lock, ['name', 'mode', 'token']]]) {
   for (const member of members) {
     Object.defineProperty(Class.prototype, member, { enumerable: true })
   }

@@ -56,6 +56,7 @@ module.exports = {
   DOMException: nodeDOMException(),
   SafeTypeError: TypeError,
   SafeRangeError: RangeError,
+  SafeBigInt: BigInt,
   nodeSignalPrototype,
   // Listens once to a signal's abort event in a way that another listener's
   // stopImmediatePropagation() cannot cancel; returns a disposable.

@@ -19,7 +19,7 @@
 const fs = require('fs')
 const path = require('path')
 const { randomUUID } = require('crypto')
-const { DOMException, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
+const { DOMException, SafeTypeError, SafeRangeError, SafeBigInt } = require('./intrinsics.js')
 const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('./events.js')
 
 const DEFAULT_SCHEMA = 'web_locks'
@@ -402,7 +402,7 @@ class PostgresBackend {
     const request = this.requests.get(Number(id))
     if (request === undefined) return
     if (kind === 'g') {
-      request.token = BigInt(token)
+      request.token = SafeBigInt(token)
       request.deliver(EV_GRANTED)
     } else if (kind === 's') {
       // Granted at once and robbed before the answer of its request call
@@ -429,7 +429,7 @@ class PostgresBackend {
         if (this.requests.get(id) !== request) return
         const { state, token } = rows[0]
         if (state === 1) {
-          request.token = BigInt(token)
+          request.token = SafeBigInt(token)
           if (this.stolenEarly.delete(id)) {
             this.forget(request)
             request.deliver(EV_GRANTED | EV_STOLEN)

@@ -10,7 +10,8 @@
  * steals are delivered to the JS dispatcher as (id, events), each through
  * napi_make_callback, so that microtasks run between deliveries as they do
  * between tasks. Numbers on the hot paths (a request's result, a delivery's
- * id and events) go through a Uint32Array shared with JS, not JS values. */
+ * id and events, a grant's fencing token) go through a Uint32Array shared
+ * with JS, not JS values. */
 
 /* uv.h needs the POSIX types that strict C11 hides. */
 #define _POSIX_C_SOURCE 200809L
@@ -47,8 +48,16 @@
   ((type *)((char *)(ptr) - offsetof(type, member)))
 #define WLB_DRAIN_BUDGET 1024
 
-/* The numbers in a thread's io array. */
-enum { WLB_IO_RESULT, WLB_IO_ID, WLB_IO_EVENTS, WLB_IO };
+/* The numbers in a thread's io array: a grant's fencing token goes as its
+ * low and high 32 bits. */
+enum {
+  WLB_IO_RESULT,
+  WLB_IO_ID,
+  WLB_IO_EVENTS,
+  WLB_IO_TOKEN_LO,
+  WLB_IO_TOKEN_HI,
+  WLB_IO
+};
 
 /* Request handles per chunk (see wlb_thread_t.chunks), and the most ids a
  * thread may use: an id << 2 fits a handle's data, id * 2 + 1 a uint32. */
@@ -95,7 +104,8 @@ struct wlb_thread_s {
   napi_ref dispatch; /* JS () => void, set by setup(): reads io */
   /* setup()'s Uint32Array of WLB_IO numbers passed to JS without making a
    * JS value (a handle and a Node-API call each): request()'s result, and
-   * the id and events of the delivery being dispatched. */
+   * the id, events and (for a grant) token of the delivery being
+   * dispatched. */
   napi_ref io_ref;
   uint32_t *io;
   napi_async_context actx;
@@ -258,6 +268,11 @@ static int wlb__deliver(wlb_thread_t *t, wl_agent_t *agent,
   unsigned events;
 
   while (!*closed && (req = wl_agent_next(agent, &events)) != NULL) {
+    if (events & WL_EV_GRANTED) {
+      uint64_t token = wl_request_token(req);
+      t->io[WLB_IO_TOKEN_LO] = (uint32_t)token;
+      t->io[WLB_IO_TOKEN_HI] = (uint32_t)(token >> 32);
+    }
     if (events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE))
       wlb__unwait(t, req);
     /* An unavailable request is done with the core; free it after the call,

@@ -22,6 +22,8 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
   return wl__ops(agent->m)->request(agent, req, name, name_len, mode, flags);
 }
 
+uint64_t wl_request_token(const wl_request_t *req) { return req->token; }
+
 int wl_release(wl_request_t *req) {
   return wl__ops(req->agent->m)->release(req);
 }

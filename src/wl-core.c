@@ -29,8 +29,8 @@ static int wl__done(wl_manager_t *m, int rc) {
 }
 
 /* The next order key. Keys order a shared manager's records for recovery
- * (wl-recover.c); the process-wide manager is never recovered and keeps
- * none. */
+ * (wl-recover.c); the process-wide manager is never recovered and stamps
+ * none. (A grant's key is its token, which every manager gives.) */
 static uint64_t wl__stamp(wl_manager_t *m) { return ++WL__HDR(m)->stamp; }
 
 /* Wakes an agent's thread: its notify callback in this process, its FIFO
@@ -76,12 +76,22 @@ static int wl__compatible(const wl__name_t *n, unsigned mode) {
   return mode == WL_EXCLUSIVE ? n->nheld == 0 : n->nexclusive == 0;
 }
 
+/* Gives a request being granted the next fencing token. The counter is
+ * stored before the token it gave (a release store orders them), so a
+ * process killed in between skips a token and never gives one twice. */
+static void wl__token(wl_manager_t *m, wl__req_t *req) {
+  uint64_t token = WL__HDR(m)->grants + 1;
+
+  WL__HDR(m)->grants = token;
+  WL__PUBLISH(req->token, token);
+}
+
+/* Grants: the token (also the held set's order key) before the state. */
 static void wl__hold(wl_manager_t *m, wl_off_t n, wl_off_t r) {
   wl__name_t *name = NAME(m, n);
   wl__req_t *req = REQ(m, r);
 
-  if (WL__SHARED(m))
-    req->hkey = wl__stamp(m);
+  wl__token(m, req);
   WL__PUBLISH(req->state, WL__HELD);
   WL__FAULT("hold");
   wl__list_remove(m, AT(r, wl__req_t, alink));
@@ -314,6 +324,10 @@ static wl_request_t *wl__agent_next(wl_agent_t *agent, unsigned *events) {
     *events = req->events;
     req->events = 0;
     handle = (wl_request_t *)(uintptr_t)req->handle;
+    /* Copied to the handle, so that reading it takes neither the mutex nor
+     * a look at the record. */
+    if (*events & WL_EV_GRANTED)
+      handle->token = req->token;
     /* An unavailable request is done: nothing references it any more. */
     if (*events & WL_EV_UNAVAILABLE)
       wl__free(m, r);
@@ -344,6 +358,7 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
   int granted;
 
   req->off = 0;
+  req->token = 0;
   if ((mode != WL_EXCLUSIVE && mode != WL_SHARED) ||
       (flags & ~(unsigned)(WL_IF_AVAILABLE | WL_STEAL)) != 0 ||
       ((flags & WL_STEAL) &&

@@ -96,7 +96,9 @@ typedef struct {
   /* Its stamp when made, negated for a steal: its place in its name's queue
    * (a steal goes first), and as |qkey| in its agent's (request order). */
   int64_t qkey;
-  uint64_t hkey; /* place in the held set (grant order) */
+  /* Its fencing token: the manager's grant counter when it was granted,
+   * so also its place in the held set (grant order); 0 until then. */
+  uint64_t token;
   uint64_t mkey; /* place in its agent's mail */
   /* Not char-sized: a store through a char type may alias anything. */
   uint16_t mode;
@@ -125,6 +127,9 @@ typedef struct {
   wl_off_t free[WL__NCLASSES];
   uint64_t seed;  /* of the names' hash, shared by every user of the region */
   uint64_t stamp; /* the last order key handed out */
+  /* The last fencing token handed out, one per grant. Released grants leave
+   * no record to derive it from: recovery keeps it, and only raises it. */
+  uint64_t grants;
   /* The table of names: chained hashing, plus first-use order. */
   wl_off_t buckets; /* a WL__ARRAY block of nbuckets offsets, or 0 */
   uint64_t nbuckets;

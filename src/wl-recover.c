@@ -3,9 +3,10 @@
  * what it can re-derive: it walks every block of the region, keeps the
  * request and agent records whose fields are consistent, and rebuilds from
  * them everything else (free lists, the table of names, every queue, held
- * list, mailbox and counter), in the order their keys say. Then it processes
- * every queue, since the dead holder may have left grants undone, and sets
- * every owner's watch and rings every bell. Every offset it reads is
+ * list, mailbox and counter), in the order their keys say; the grant
+ * counter it keeps, and only raises. Then it processes every queue, since
+ * the dead holder may have left grants undone (they get new tokens), and
+ * sets every owner's watch and rings every bell. Every offset it reads is
  * checked against the blocks it found. */
 /* pthread_mutex_consistent is POSIX 2008. */
 #define _POSIX_C_SOURCE 200809L
@@ -190,7 +191,7 @@ static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
       wl__list_append(m, AT(req->name, wl__name_t, queue),
                       AT(reqs[i], wl__req_t, qlink));
   }
-  wl__sort(m, tmp, reqs, n, offsetof(wl__req_t, hkey));
+  wl__sort(m, tmp, reqs, n, offsetof(wl__req_t, token));
   for (i = 0; i < n; i++) {
     wl__req_t *req = REQ(m, reqs[i]);
     wl__name_t *name;
@@ -221,6 +222,20 @@ static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
     if (req->events != 0)
       wl__list_append(m, AT(req->agent, wl__agent_t, mail),
                       AT(reqs[i], wl__req_t, mlink));
+  }
+}
+
+/* The grant counter is the one thing recovery keeps without re-deriving it
+ * (the records of released grants are gone). It is only ever raised: past
+ * every kept record's token, which the counter precedes in any case, so
+ * that no token is given twice. */
+static void wl__keep_grants(wl_manager_t *m, const wl_off_t *reqs, size_t n) {
+  wl__hdr_t *h = WL__HDR(m);
+  size_t i;
+
+  for (i = 0; i < n; i++) {
+    if (REQ(m, reqs[i])->token > h->grants)
+      h->grants = REQ(m, reqs[i])->token;
   }
 }
 
@@ -312,6 +327,7 @@ int wl__recover(wl_manager_t *m) {
     }
   }
   wl__relink(m, tmp, reqs, nreqs);
+  wl__keep_grants(m, reqs, nreqs);
   /* A steal is granted at once; one still queued was cut short: finish it,
    * robbing the holders it had not reached yet. */
   for (i = 0; i < nnames; i++) {

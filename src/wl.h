@@ -57,7 +57,7 @@ enum {
 
 /* The layout of a manager's region and records, as written in a shared
  * manager's file: processes share a file only if they agree on it. */
-#define WL_LAYOUT 2
+#define WL_LAYOUT 3
 
 /* Whether this build has managers shared by processes (wl_segment_open and
  * the wake descriptors): they need Linux, and the build leaves them out
@@ -90,8 +90,9 @@ struct wl_request_s {
   void *data; /* the caller's */
   /* private */
   wl_agent_t *agent;
-  wl_off_t off;  /* its record while it has one */
-  uint32_t gen;  /* the record's generation when made */
+  wl_off_t off;   /* its record while it has one */
+  uint32_t gen;   /* the record's generation when made */
+  uint64_t token; /* its fencing token, once its grant is taken */
 };
 
 typedef struct {
@@ -174,6 +175,16 @@ wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events);
  * the spec rejects, or WL_ENOMEM. */
 int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
                size_t name_len, wl_mode_t mode, unsigned flags);
+
+/* The fencing token of a granted request: the manager counts its grants,
+ * from 1, and gives each grant the next number, so a token is greater than
+ * every token given before it by the same manager (for one name: in grant
+ * order), whatever the names, agents and processes, and across a shared
+ * manager's file being closed and opened again or repaired after a crash (a
+ * crash may skip numbers, never repeat one). A thief's token is greater
+ * than its victims'. Valid once wl_agent_next() has returned the request's
+ * WL_EV_GRANTED, until the handle is used for another request; 0 before. */
+uint64_t wl_request_token(const wl_request_t *req);
 
 /* Ends a request in whatever state it is: a held lock is released, a queued
  * request leaves its queue, undelivered mail is dropped. Returns 1 if it

@@ -45,11 +45,11 @@ describe('LockManager and Lock', function () {
     assert.equal(locks.query, LockManager.prototype.query);
   });
 
-  it('the callback receives a Lock whose name and mode are getters on Lock.prototype, not own properties', async function () {
+  it('the callback receives a Lock whose name, mode and token are getters on Lock.prototype, not own properties', async function () {
     const lock = await locks.request(uniq('cls'), { mode: 'shared' }, (l) => l);
     assert.ok(lock instanceof Lock);
     assert.equal(Object.getPrototypeOf(lock), Lock.prototype);
-    for (const attr of ['name', 'mode']) {
+    for (const attr of ['name', 'mode', 'token']) {
       assert.equal(Object.prototype.hasOwnProperty.call(lock, attr), false, `${attr} is an own property`);
       const desc = Object.getOwnPropertyDescriptor(Lock.prototype, attr);
       assert.ok(desc, `Lock.prototype.${attr}`);
@@ -67,15 +67,18 @@ describe('LockManager and Lock', function () {
     assert.equal(lock.mode, 'exclusive');
   });
 
-  it('the name and mode getters throw TypeError on anything that is not a Lock', function () {
+  it('the name, mode and token getters throw TypeError on anything that is not a Lock', function () {
     const nameGet = Object.getOwnPropertyDescriptor(Lock.prototype, 'name').get;
     const modeGet = Object.getOwnPropertyDescriptor(Lock.prototype, 'mode').get;
+    const tokenGet = Object.getOwnPropertyDescriptor(Lock.prototype, 'token').get;
     for (const bad of [{}, Lock.prototype, locks, null, undefined, 1, 'lock', Object.create(Lock.prototype)]) {
       assert.throws(() => nameGet.call(bad), TypeError);
       assert.throws(() => modeGet.call(bad), TypeError);
+      assert.throws(() => tokenGet.call(bad), TypeError);
     }
     assert.throws(() => Lock.prototype.name, TypeError);
     assert.throws(() => Lock.prototype.mode, TypeError);
+    assert.throws(() => Lock.prototype.token, TypeError);
   });
 
   it('request() and query() called on something that is not a LockManager reject with TypeError', async function () {

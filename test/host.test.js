@@ -339,6 +339,59 @@ function only(snapshot, name) {
       await waiting.done;
     });
 
+    it('gives each grant a fencing token greater than every earlier one, across processes and after they all left', async function () {
+      const name = uniq('token');
+      const a = await spawnProcessAgent({ scope, dir });
+      const b = await spawnProcessAgent({ scope, dir });
+      const h = holdOn(m, name);
+      const tokens = [(await h.granted).token];
+      const ia = await a.request(name);
+      const ib = await b.request(name, { mode: 'shared' });
+      h.release();
+      tokens.push(BigInt((await a.granted(ia)).token));
+      a.release(ia);
+      tokens.push(BigInt((await b.granted(ib)).token));
+      // Granted here beside b's shared lock, by this process.
+      tokens.push(await m.request(name, { mode: 'shared' }, (l) => l.token));
+      b.release(ib);
+      await b.settled(ib);
+      const ic = await a.request(name);
+      tokens.push(BigInt((await a.granted(ic)).token));
+      tokens.push(await m.request(name, { steal: true }, (l) => l.token));
+      assert.equal((await a.settled(ic)).type, 'rejected');
+      for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `tokens ${tokens.join(', ')}`);
+      // The counter is in the file: it goes on once every process has left.
+      await terminateAll();
+      await m.close();
+      const again = await open(scope);
+      assert.notEqual(again, m);
+      const next = await again.request(uniq('token-other'), (l) => l.token);
+      assert.ok(next > tokens[tokens.length - 1], `${next} after ${tokens.join(', ')}`);
+    });
+
+    it('passes tokens past 2 ** 32 and 2 ** 53 to JS exactly', async function () {
+      // The grant counter: a uint64 in the region's header (wl__hdr_t's
+      // grants), the region starting at the file's second page.
+      const GRANTS = 4096 + 352;
+      const file = path.join(dir, `web-locks.${scope}`);
+      assert.equal(await m.request(uniq('wide'), (l) => l.token), 1n);
+      await m.close();
+      const fd = fs.openSync(file, 'r+');
+      const word = Buffer.alloc(8);
+      fs.readSync(fd, word, 0, 8, GRANTS);
+      assert.equal(word.readBigUInt64LE(0), 1n, 'the counter is where this test looks');
+      for (const start of [2n ** 32n - 2n, 2n ** 53n - 2n]) {
+        word.writeBigUInt64LE(start, 0);
+        fs.writeSync(fd, word, 0, 8, GRANTS);
+        const again = await open(scope);
+        const tokens = [];
+        for (let i = 0; i < 3; i++) tokens.push(await again.request(uniq('wide'), (l) => l.token));
+        assert.deepEqual(tokens, [start + 1n, start + 2n, start + 3n]);
+        await again.close();
+      }
+      fs.closeSync(fd);
+    });
+
     it('a request aborted in another process leaves the queue that every side sees', async function () {
       const name = uniq('abort');
       const h = holdOn(m, name);

@@ -1,4 +1,5 @@
-/* wl__check: every list and counter of a manager against its records, for
+/* wl__check: every list and counter of a manager against its records (and
+ * the fencing tokens of held and stolen ones against the grant counter), for
  * the tests of crash recovery, under the manager's mutex (a sweeper thread
  * may be changing them). Walks are bounded, so a damaged list is reported,
  * never followed forever. */
@@ -69,6 +70,21 @@ static long walk_owners(wl_manager_t *m, wl_off_t head, uint32_t kind) {
   return WL__LINK(m, head)->prev == prev ? n : -1;
 }
 
+/* Whether the held list at head (already walked) is in grant order: tokens
+ * increasing, none 0 and none past the manager's grant counter. */
+static int tokens_ok(wl_manager_t *m, wl_off_t head, size_t link) {
+  wl_off_t at;
+  uint64_t last = 0;
+
+  for (at = WL__LINK(m, head)->next; at != head; at = WL__LINK(m, at)->next) {
+    uint64_t token = REQ(m, at - link)->token;
+    if (token <= last || token > WL__HDR(m)->grants)
+      return 0;
+    last = token;
+  }
+  return 1;
+}
+
 static int check(wl_manager_t *m);
 
 int wl__check(wl_manager_t *m) {
@@ -105,6 +121,8 @@ static int check(wl_manager_t *m) {
       return report("a name's queue or held list is damaged");
     if ((uint64_t)held != name->nheld || nexclusive != name->nexclusive)
       return report("a name's counters disagree with its held list");
+    if (!tokens_ok(m, AT(n, wl__name_t, held), offsetof(wl__req_t, qlink)))
+      return report("a name's held list is not in token order");
     if ((q + held == 0) != wl__linked(m, AT(n, wl__name_t, ilink)))
       return report("a name is idle with entries, or has none and is not idle");
     idle += q + held == 0;
@@ -124,6 +142,9 @@ static int check(wl_manager_t *m) {
     if (b->kind == WL__REQUEST &&
         (REQ(m, rec)->state == WL__QUEUED || REQ(m, rec)->state == WL__HELD))
       records++;
+    if (b->kind == WL__REQUEST && REQ(m, rec)->state >= WL__HELD &&
+        (REQ(m, rec)->token == 0 || REQ(m, rec)->token > h->grants))
+      return report("a granted request has no token, or one never given");
     if (b->kind == WL__AGENT) {
       long q = walk(m, AT(rec, wl__agent_t, queued), offsetof(wl__req_t, alink),
                     WL__QUEUED, offsetof(wl__req_t, agent), rec, NULL);
@@ -136,6 +157,8 @@ static int check(wl_manager_t *m) {
                        -1, offsetof(wl__req_t, agent), rec, NULL);
       if (q < 0 || held < 0 || stolen < 0 || mail < 0)
         return report("an agent's lists are damaged");
+      if (!tokens_ok(m, AT(rec, wl__agent_t, held), offsetof(wl__req_t, alink)))
+        return report("an agent's held list is not in token order");
       agents_listed += q + held;
     }
   }

@@ -11,6 +11,9 @@
  *   - every survivor's mailbox: exactly the grants, misses and steals the
  *     model made, and a wake-up (its notify callback or its FIFO) whenever
  *     there are any: no lost wake-up, no spurious event;
+ *   - the grants' fencing tokens: increasing in the model's grant order,
+ *     across names and processes, and past every token seen before (a
+ *     crash may skip some, never give one again);
  *   - mutual exclusion, by the children themselves: each one that is granted
  *     a lock enters it in memory all of them share (not through the
  *     manager) and checks that no holder of another mode, or of an
@@ -59,6 +62,7 @@ typedef struct {
   int rc, woken, nev;
   int req[MAXEV];
   unsigned events[MAXEV];
+  uint64_t token[MAXEV]; /* a grant's */
 } reply_t;
 
 /* ---- the model ---- */
@@ -294,6 +298,7 @@ static void child_drain(wl_agent_t *agent, int me, wl_request_t *reqs,
     mine_t *r = &mine[req - reqs];
     ASSERT(out->nev < MAXEV);
     out->req[out->nev] = (int)(req - reqs);
+    out->token[out->nev] = wl_request_token(req);
     out->events[out->nev++] = events;
     if (events & WL_EV_GRANTED) {
       cross(me, r->name, r->mode, 1);
@@ -466,6 +471,62 @@ static int same_state(wl_manager_t *m, const model_t *mm, int verbose) {
   return ok;
 }
 
+/* The grants one check_mail() saw, and the greatest token seen before. */
+typedef struct {
+  int req;
+  uint64_t token;
+} seen_t;
+static seen_t seen[MAXCHILD * MAXEV];
+static int nseen;
+static uint64_t last_token;
+/* After a kill that both models fit (the operation made or not, both ending
+ * alike), the other one: its grants may have come in another order. */
+static model_t other;
+static int ambiguous;
+static const model_t *order_of;
+
+static int by_grant(const void *a, const void *b) {
+  long x = order_of->r[((const seen_t *)a)->req].hseq;
+  long y = order_of->r[((const seen_t *)b)->req].hseq;
+  return x < y ? -1 : x > y;
+}
+
+/* Whether the tokens seen increase in mm's grant order, from past the last
+ * one seen before. */
+static int tokens_in_order(const model_t *mm) {
+  uint64_t prev = last_token;
+  int i;
+
+  order_of = mm;
+  qsort(seen, (size_t)nseen, sizeof(seen[0]), by_grant);
+  for (i = 0; i < nseen; i++) {
+    if (seen[i].token <= prev)
+      return 0;
+    prev = seen[i].token;
+  }
+  return 1;
+}
+
+/* Every grant made since the last check is delivered in this one (the
+ * children drain everything). */
+static void check_tokens(void) {
+  int i;
+
+  if (!tokens_in_order(&md) && !(ambiguous && tokens_in_order(&other))) {
+    tokens_in_order(&md);
+    fprintf(stderr, "tokens out of grant order, after token %llu:",
+            (unsigned long long)last_token);
+    for (i = 0; i < nseen; i++)
+      fprintf(stderr, " %llu", (unsigned long long)seen[i].token);
+    fprintf(stderr, "\n");
+    ASSERT(0);
+  }
+  for (i = 0; i < nseen; i++)
+    last_token = seen[i].token > last_token ? seen[i].token : last_token;
+  nseen = 0;
+  ambiguous = 0;
+}
+
 /* Every live child drains its mailbox: exactly the events the model made,
  * woken whenever there are any. */
 static void check_mail(void) {
@@ -490,6 +551,10 @@ static void check_mail(void) {
                 k->agent, out.req[j], out.events[j], r->due);
       ASSERT(r->agent == k->agent && r->due == out.events[j]);
       r->due = 0;
+      if (out.events[j] & WL_EV_GRANTED) {
+        ASSERT(nseen < MAXCHILD * MAXEV);
+        seen[nseen++] = (seen_t){out.req[j], out.token[j]};
+      }
     }
     for (id = 0; id < md.nreq; id++) {
       if (md.r[id].agent == k->agent && md.r[id].due != 0)
@@ -498,6 +563,7 @@ static void check_mail(void) {
       ASSERT(md.r[id].agent != k->agent || md.r[id].due == 0);
     }
   }
+  check_tokens();
 }
 
 /* A random live request of the child in one of the states, or -1. */
@@ -563,6 +629,9 @@ static void step_op(wl_manager_t *m, child_t *k) {
   m_close(&md, k->agent);
   m_close(&alt, k->agent);
   if (same_state(m, &alt, 0)) {
+    ambiguous = same_state(m, &md, 0);
+    if (ambiguous)
+      other = md;
     take_out_robbed(&md, &alt);
     md = alt;
     made++;
@@ -578,6 +647,7 @@ static void run(unsigned long long seed) {
 
   rng = seed;
   made = unmade = killed_idle = 0;
+  last_token = 0;
   memset(&md, 0, sizeof(md));
   inside_fd = memfd_create("inside", 0);
   ASSERT(inside_fd >= 0);
@@ -648,8 +718,10 @@ static void run(unsigned long long seed) {
   munmap(inside, sizeof(int[NNAMES][SPAWNS][2]));
   close(inside_fd);
   printf("  seed %llu: %d steps, %d processes; killed inside an operation "
-         "%d times (made %d, not made %d), between operations %d times\n",
-         seed, step, spawned, made + unmade, made, unmade, killed_idle);
+         "%d times (made %d, not made %d), between operations %d times; "
+         "last token %llu\n",
+         seed, step, spawned, made + unmade, made, unmade, killed_idle,
+         (unsigned long long)last_token);
 }
 
 static void test_random_crashes_match_the_model(void) {

@@ -166,8 +166,8 @@ static void test_bad_files(void) {
   m = tsegment_open(path, SIZE);
   wl_segment_close(m);
   patch(8, &layout, sizeof(layout));
-  expect_open_fails(WL_ELAYOUT, "has web-locks layout 3; this version of "
-                                "web-locks uses layout 2");
+  expect_open_fails(WL_ELAYOUT, "has web-locks layout 4; this version of "
+                                "web-locks uses layout 3");
 
   /* The ABI word (offset 12): the same sizes under another C library. */
   unlink(path);

@@ -37,6 +37,8 @@ export async function misuse (): Promise<void> {
 
   // Read-only properties.
   await locks.request('a', (lock) => { if (lock) lock.name = 'b' }) // error TS2540
+  await locks.request('a', (lock) => { if (lock) lock.token = 1n }) // error TS2540
+  await locks.request('a', (lock) => lock?.token === 1) // error TS2367
 
   // query() gives a snapshot, not a list.
   const snapshot: LockManagerSnapshot = await locks.query()

@@ -28,7 +28,8 @@ export async function requests (): Promise<void> {
     if (lock === null) return
     const name: string = lock.name
     const mode: LockMode = lock.mode
-    return [name, mode]
+    const token: bigint = lock.token
+    return [name, mode, token]
   })
   const typed = await locks.request('a', (lock: Lock | null) => lock?.mode)
   type _typed = Expect<Equal<typeof typed, LockMode | undefined>>
