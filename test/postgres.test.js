@@ -243,6 +243,23 @@ describe('openLockManager (PostgreSQL)', function () {
       await h.done;
     });
 
+    it('gives every grant a fencing token greater than every earlier one, across agents, a thief included', async function () {
+      const scope = scopeName('token');
+      const [a, b] = await Promise.all([open(scope), open(scope)]);
+      const tokens = [];
+      tokens.push(await a.request('x', (lock) => lock.token));
+      tokens.push(await b.request('y', (lock) => lock.token));
+      const h = holdOn(a, 'x');
+      const robbed = (await h.granted).token;
+      const thief = await b.request('x', { steal: true }, (lock) => lock.token);
+      await assert.rejects(h.done, domError('AbortError'));
+      const queued = b.request('x', { mode: 'shared' }, (lock) => lock.token);
+      tokens.push(robbed, thief, await queued);
+      for (const t of tokens) assert.equal(typeof t, 'bigint');
+      for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `${tokens}`);
+      h.release();
+    });
+
     it('keeps names exactly: lone surrogates, U+FFFD and a 1 MB name are names of their own', async function () {
       const m = await open(scopeName('names'));
       const names = ['\uD800', '\uFFFD', '\uDC00\uD800', 'x'.repeat(1 << 20)];
