@@ -234,6 +234,9 @@ LANGUAGE plpgsql AS $$
 DECLARE
   new_id integer;
 BEGIN
+  -- One join at a time, so that each sees the agents before it and tells
+  -- its watcher: the ring has no gap. (Also waits for a migration.)
+  PERFORM pg_advisory_xact_lock(@key@, 0);
   LOOP
     new_id := nextval('@schema@.agent_ids');
     -- After 2^31 agents, skip ids still in use.
