@@ -204,8 +204,8 @@ function statements (target) {
   return {
     join: named('join', `SELECT ${q}.join($1, $2) AS agent`),
     request: named('request', `SELECT state, token FROM ${q}.request($1, $2, $3, $4, $5, $6)`),
-    release: named('release', `SELECT ${q}.release($1, $2) AS held`),
-    abort: named('abort', `SELECT ${q}.abort($1, $2) AS removed`),
+    release: named('release', `SELECT ${q}.remove($1, $2, true) AS held`),
+    abort: named('abort', `SELECT ${q}.remove($1, $2, false) AS removed`),
     leave: named('leave', `SELECT ${q}.leave($1)`),
     sweep: named('sweep', `SELECT ${q}.sweep($1, $2) AS ended`),
     neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),

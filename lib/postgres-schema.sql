@@ -148,9 +148,11 @@ BEGIN
     VALUES (nextval('@schema@.request_ids'), n, p_agent, p_local, p_shared, request.token);
 END $$;
 
--- Release a held lock (spec 4.2): false if it was no longer held (stolen, or
--- its agent ended).
-CREATE FUNCTION @schema@.release(p_agent integer, p_local bigint) RETURNS boolean
+-- Takes an agent's request out of its manager, if it is held (p_held) or
+-- queued (not p_held), and processes its name's queue: the spec's release
+-- (4.2) and abort (4.3). False if it was not there in that state (a lock
+-- stolen, or its agent ended; a request granted meanwhile).
+CREATE FUNCTION @schema@.remove(p_agent integer, p_local bigint, p_held boolean) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
   n bigint;
@@ -160,26 +162,8 @@ BEGIN
     RETURN false;
   END IF;
   PERFORM 1 FROM @schema@.names WHERE id = n FOR UPDATE;
-  DELETE FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local AND token IS NOT NULL;
-  IF NOT FOUND THEN
-    RETURN false;
-  END IF;
-  PERFORM @schema@.process(n);
-  RETURN true;
-END $$;
-
--- Abort a request (spec 4.3): true if it was still queued and is now gone.
-CREATE FUNCTION @schema@.abort(p_agent integer, p_local bigint) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-  n bigint;
-BEGIN
-  SELECT name_id INTO n FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local;
-  IF NOT FOUND THEN
-    RETURN false;
-  END IF;
-  PERFORM 1 FROM @schema@.names WHERE id = n FOR UPDATE;
-  DELETE FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local AND token IS NULL;
+  DELETE FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local
+    AND (token IS NOT NULL) = p_held;
   IF NOT FOUND THEN
     RETURN false;
   END IF;

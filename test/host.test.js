@@ -7,26 +7,10 @@ const childProcess = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { api, uniq, deferred, PKG } = require('./fixtures/util');
+const { api, uniq, holdOn, only, domError, PKG } = require('./fixtures/util');
 const { spawnAgent, spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 
 const linux = process.platform === 'linux';
-
-function domError(name) {
-  return (err) => err instanceof DOMException && err.name === name;
-}
-
-// Holds a lock of `manager` until release() is called.
-function holdOn(manager, name, options = {}) {
-  const granted = deferred();
-  const gate = deferred();
-  const done = manager.request(name, options, (lock) => {
-    granted.resolve(lock);
-    return gate.promise;
-  });
-  done.catch(() => {});
-  return { granted: granted.promise, done, release: (v) => gate.resolve(v) };
-}
 
 // Whether another user can reach and read (or run) the file at p: every
 // directory above it searchable by others, and it readable by them.
@@ -37,13 +21,6 @@ function openToOthers(p) {
     if ((fs.statSync(dir).mode & 0o001) === 0) return false;
     if (dir === path.dirname(dir)) return true;
   }
-}
-
-function only(snapshot, name) {
-  return {
-    held: snapshot.held.filter((i) => i.name === name),
-    pending: snapshot.pending.filter((i) => i.name === name),
-  };
 }
 
 (linux ? describe : describe.skip)('openLockManager (machine-wide)', function () {

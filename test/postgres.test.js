@@ -5,34 +5,10 @@
 // child processes (test/fixtures/agent.js).
 const assert = require('node:assert/strict');
 const childProcess = require('node:child_process');
-const path = require('node:path');
-const { api, uniq, deferred, PKG } = require('./fixtures/util');
+const { api, uniq, holdOn, only, domError, PKG } = require('./fixtures/util');
 const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres } = require('./fixtures/postgres');
 const { tcpProxy } = require('./fixtures/tcp-proxy');
-
-function domError(name) {
-  return (err) => err instanceof DOMException && err.name === name;
-}
-
-// Holds a lock of `manager` until release() is called.
-function holdOn(manager, name, options = {}) {
-  const granted = deferred();
-  const gate = deferred();
-  const done = manager.request(name, options, (lock) => {
-    granted.resolve(lock);
-    return gate.promise;
-  });
-  done.catch(() => {});
-  return { granted: granted.promise, done, release: (v) => gate.resolve(v) };
-}
-
-function only(snapshot, name) {
-  return {
-    held: snapshot.held.filter((i) => i.name === name),
-    pending: snapshot.pending.filter((i) => i.name === name),
-  };
-}
 
 function scopeName(prefix) {
   return uniq(prefix).replace(/#/g, '-');
