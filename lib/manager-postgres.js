@@ -218,7 +218,6 @@ class PostgresBackend {
   target
   pg
   sql
-  clientId = randomUUID()
   // This agent's requests that the database may still hold, by local id:
   // the number notifications name.
   requests = new Map()
@@ -268,7 +267,8 @@ class PostgresBackend {
     try {
       await client.connect()
       await ensureSchema(client, this.target)
-      const { rows } = await client.query(this.sql.join, [this.target.scope, this.clientId])
+      // Each agent is a client of its own: a new clientId for each session.
+      const { rows } = await client.query(this.sql.join, [this.target.scope, randomUUID()])
       session.agent = rows[0].agent
       await client.query(`LISTEN ${quoteIdentifier(`web_locks.${this.target.key}.${session.agent}`)}`)
       await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
