@@ -206,6 +206,9 @@ class Session {
   watcher = null
   watching = false
   retarget = null
+  // How many 'r' notifications it has had: one that comes while the watch
+  // loop is not waiting must not be lost.
+  notices = 0
   lost = false
 
   constructor (client) {
@@ -319,6 +322,7 @@ class PostgresBackend {
   notified (session, payload) {
     if (session !== this.current) return
     if (payload === 'r') {
+      session.notices++
       this.retarget(session)
       return
     }
@@ -471,10 +475,12 @@ class PostgresBackend {
   async watch (session) {
     while (!session.lost) {
       try {
+        const notices = session.notices
         const { rows } = await this.call(session, this.sql.neighbour, [this.target.scope, session.agent])
         const next = rows[0].agent
         if (next === null) {
-          await new Promise((resolve) => { session.retarget = resolve })
+          // Unless an agent joined since the lookup began.
+          if (session.notices === notices) await new Promise((resolve) => { session.retarget = resolve })
           session.retarget = null
           continue
         }
@@ -506,12 +512,20 @@ class PostgresBackend {
   }
 
   // Waits until the agent `next` has no life lock (or the wait is cancelled
-  // or times out), taking and dropping its shared side in one statement.
+  // or times out), taking and dropping its shared side in one statement;
+  // not at all if `next` is not the neighbour any more when the statement
+  // starts: an agent that joined meanwhile may have sent its 'r' before the
+  // wait began, and the cancel it caused then found no statement to cancel.
+  // One message (the simple protocol, the values are numbers and a scope
+  // name of safe letters), so that the statement's snapshot is taken after
+  // any cancel that the server dropped, and sees the join behind it.
   async waitFor (session, next) {
-    const key = this.target.key
+    const { key, scope } = this.target
+    const q = quoteIdentifier(this.target.schema)
     session.watching = true
     try {
-      await session.watcher.query('SELECT pg_advisory_lock_shared($1, $2), pg_advisory_unlock_shared($1, $2)', [key, next])
+      await session.watcher.query(`SELECT pg_advisory_lock_shared(${key}, ${next}), pg_advisory_unlock_shared(${key}, ${next}) ` +
+        `WHERE ${q}.neighbour('${scope}', ${session.agent}) = ${next}`)
     } catch (error) {
       if (session.lost) throw error
       // Cancelled (a new neighbour) or timed out: hold nothing.
