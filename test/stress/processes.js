@@ -421,10 +421,11 @@ async function runProcessStress(opts = {}) {
     if (settled.ok || ack.queryFailed === undefined) fail(`#${id}, made while the server was down: ${JSON.stringify([ack, settled])}`);
     note('server restart: up');
     await scope.up();
-    for (const q of all) {
-      q.expectLoss = false;
-      await rejoin(q);
-    }
+    // Every process, and the observer, joins again at once, as after a
+    // real restart: their joins sweep the agents of before the restart
+    // together.
+    for (const q of all) q.expectLoss = false;
+    await Promise.all([scope.reopen(), ...all.map((q) => rejoin(q))]);
     // The new agents' joins swept the agents of before the restart.
     await scope.ended(before);
     stats.restarts = (stats.restarts || 0) + 1;

@@ -21,6 +21,7 @@
 // and with PostgreSQL:
 //   terminate(clientId) ends the agent's session from the server
 //   down(), up()        the server stopped, and started again (restartable)
+//   reopen()            the observer joins again, after a restart
 //   cut(idx)            stops forwarding process idx's connections
 //   forget(idx)         process idx is gone (its proxy closes)
 //   drop()              drops the run's schema
@@ -161,12 +162,14 @@ async function postgres({ openLockManager, scope, server, schema, cut = false, k
     async down() {
       await within(server.down(), SERVER_BOUND_MS, 'stopping the server');
     },
-    // The server again; the driver's connections anew (the observer is a new
-    // agent).
+    // The server again, and the admin connection anew.
     async up() {
       await within(server.up(), SERVER_BOUND_MS, 'starting the server again');
       admin.end().catch(() => {});
       admin = await connectAdmin();
+    },
+    // The observer anew, a new agent, after the server's restart.
+    async reopen() {
       await observer.close();
       observer = await open();
     },
