@@ -599,7 +599,7 @@ async function runProcessStress(opts = {}) {
     stats.seconds = Math.round((Date.now() - started) / 100) / 10;
     return stats;
   } catch (error) {
-    if (error instanceof StressFailure || error instanceof scopes.ScopeFailure) {
+    if (error instanceof Error) {
       const rerun = ['node test/stress/run.js', opts.postgres ? '--postgres' : '', opts.cut ? '--cut' : '', `--processes ${count}`,
         `--seed ${seed}`, `--seconds ${seconds}`, restarts > 0 || opts.restartAt ? `--restart-at ${restartSteps.join(',') || 'none'}` : '']
         .filter(Boolean).join(' ');
