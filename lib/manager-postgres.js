@@ -229,6 +229,9 @@ class Session {
   watching = false
   watched = null
   retarget = null
+  // How many 'r' notifications it has had: one that comes while the watch
+  // loop is not waiting must not be lost.
+  notices = 0
   lost = false
 
   constructor (client) {
@@ -241,7 +244,6 @@ class PostgresBackend {
   target
   pg
   sql
-  clientId = randomUUID()
   // This agent's requests that the database may still hold, by local id:
   // the number notifications name.
   requests = new Map()
@@ -312,7 +314,8 @@ class PostgresBackend {
       await client.connect()
       await this.limitIdle(client)
       await ensureSchema(client, this.target)
-      const { rows } = await client.query(this.sql.join, [this.target.scope, this.clientId])
+      // Each agent is a client of its own: a new clientId for each session.
+      const { rows } = await client.query(this.sql.join, [this.target.scope, randomUUID()])
       session.agent = rows[0].agent
       await client.query(`LISTEN ${quoteIdentifier(`web_locks.${this.target.key}.${session.agent}`)}`)
       await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
@@ -395,6 +398,7 @@ class PostgresBackend {
   notified (session, payload) {
     if (session !== this.current) return
     if (payload === 'r') {
+      session.notices++
       this.retarget(session)
       return
     }
@@ -572,13 +576,15 @@ class PostgresBackend {
   async watch (session) {
     while (!session.lost) {
       try {
+        const notices = session.notices
         const { rows } = await this.call(session, this.sql.neighbour, [this.target.scope, session.agent])
         const next = rows[0].agent
         if (next === null) {
-          // Alone: no watcher until there is someone to watch.
+          // Alone: no watcher until there is someone to watch, unless an
+          // agent joined since the lookup began.
           if (session.watcher !== null) session.watcher.end().catch(ignore)
           session.watcher = null
-          await new Promise((resolve) => { session.retarget = resolve })
+          if (session.notices === notices) await new Promise((resolve) => { session.retarget = resolve })
           session.retarget = null
           continue
         }
@@ -612,11 +618,18 @@ class PostgresBackend {
   }
 
   // Waits until the agent `next` has no life lock (or the wait is cancelled
-  // or times out), taking and dropping its shared side in one statement.
+  // or times out), taking and dropping its shared side in one statement;
+  // not at all if `next` is not the neighbour any more when the statement
+  // starts: an agent that joined meanwhile may have sent its 'r' before the
+  // wait began, and the cancel it caused then found no statement to cancel.
+  // The statement's snapshot is taken when it starts, after any cancel that
+  // the server dropped, so it sees the join behind that cancel.
   async waitFor (session, next) {
-    const key = this.target.key
+    const { key, scope } = this.target
+    const q = quoteIdentifier(this.target.schema)
     session.watching = true
-    session.watched = session.watcher.query('SELECT pg_advisory_lock_shared($1, $2), pg_advisory_unlock_shared($1, $2)', [key, next])
+    session.watched = session.watcher.query(`SELECT pg_advisory_lock_shared($1, $2), pg_advisory_unlock_shared($1, $2) ` +
+      `WHERE ${q}.neighbour($3, $4) = $2`, [key, next, scope, session.agent])
     try {
       await session.watched
     } catch (error) {

@@ -240,26 +240,33 @@ END $$;
 
 -- Ends the scope's agents whose sessions have ended (no one holds their life
 -- lock), but p_self, whose own session would see its lock as free. Returns
--- how many. Agents being ended by another sweep are skipped.
+-- how many. Agents being ended by another sweep are skipped. The names of
+-- all the agents it ends are locked at once, in id order, as leave() locks
+-- one agent's: locked agent by agent, two sweeps (or a sweep and a leave())
+-- could each hold a name the other waits for.
 CREATE FUNCTION @schema@.sweep(p_scope text, p_self integer) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   a integer;
-  ended integer := 0;
+  ended integer[] := '{}';
 BEGIN
   FOR a IN SELECT id FROM @schema@.agents WHERE scope = p_scope AND id <> p_self LOOP
     CONTINUE WHEN NOT pg_try_advisory_lock_shared(@key@, a);
     PERFORM pg_advisory_unlock_shared(@key@, a);
     PERFORM 1 FROM @schema@.agents WHERE id = a FOR UPDATE SKIP LOCKED;
     CONTINUE WHEN NOT FOUND;
+    ended := ended || a;
+  END LOOP;
+  PERFORM 1 FROM @schema@.names WHERE id IN (SELECT name_id FROM @schema@.requests WHERE agent = ANY (ended))
+    ORDER BY id FOR UPDATE;
+  FOREACH a IN ARRAY ended LOOP
     PERFORM @schema@.leave(a);
-    ended := ended + 1;
   END LOOP;
   DELETE FROM @schema@.names n WHERE n.id IN (
     SELECT m.id FROM @schema@.names m WHERE m.scope = p_scope
       AND NOT EXISTS (SELECT 1 FROM @schema@.requests r WHERE r.name_id = m.id)
     FOR UPDATE SKIP LOCKED);
-  RETURN ended;
+  RETURN cardinality(ended);
 END $$;
 
 -- The scope's state (spec 4.5): held locks in grant order, then pending

@@ -395,5 +395,20 @@ describe('openLockManager (PostgreSQL)', function () {
         await proxy.close();
       }
     });
+
+    it('the agent a manager joins as after a lost session has a clientId of its own', async function () {
+      const scope = scopeName('rejoin');
+      const a = await open(scope);
+      const h = holdOn(a, 'x');
+      await h.granted;
+      const before = only(await a.query(), 'x').held[0].clientId;
+      const { rows } = await admin.query('SELECT pid FROM web_locks.agents WHERE client_id = $1', [before]);
+      assert.equal(rows.length, 1);
+      await admin.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+      await assert.rejects(h.done, domError('AbortError'));
+      const after = await a.request('y', async () => only(await a.query(), 'y').held[0].clientId);
+      assert.notEqual(after, before);
+      h.release();
+    });
   });
 });

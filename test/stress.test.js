@@ -62,3 +62,100 @@ describe('stress: random operations from many processes on one scope against the
     });
   }
 });
+
+describe('stress: random operations from processes on one PostgreSQL scope against the reference model', function () {
+  // Each run starts a server of its own (restartable, unlike the suite's),
+  // about a second, and ends it.
+  const SECONDS = 6;
+  this.timeout((SECONDS + 90) * 1000);
+  const restartable = !process.env.WEB_LOCKS_TEST_POSTGRES;
+
+  const seeds = [1, (Math.random() * 2 ** 31) >>> 0];
+  for (const [i, seed] of seeds.entries()) {
+    // The random seed's run cuts the network too (a keepalive of 1 s).
+    const cut = i === seeds.length - 1 ? ['--cut'] : [];
+    it(`seed ${seed}${cut.length ? ' (random)' : ''}: every event reaches its process, mutual exclusion, query() equal to the model's, processes killed, sessions ended by the server${restartable ? ', the server restarted' : ''}${cut.length ? ', the network cut' : ''}, nothing left`, async function () {
+      const r = await stress(['--postgres', '--seed', String(seed), '--seconds', String(SECONDS), '--processes', '4', ...cut], (SECONDS + 85) * 1000);
+      assert.equal(r.code, 0, `seed ${seed} (rerun: node test/stress/run.js --postgres --processes 4 --seed ${seed} --seconds ${SECONDS} ${cut.join(' ')})\n${r.out}`);
+      const stats = JSON.parse(r.out.slice(r.out.indexOf('stress: ok ') + 11).split('\n')[0]);
+      assert.ok(stats.requests > 30 && stats.granted > 10 && stats.stolen + stats.aborted + stats.unavailable > 3, JSON.stringify(stats));
+      // Every fault of the mix comes at least once (the driver sees to it).
+      assert.ok(stats.killed >= 1 && stats.crashed >= 1 && stats.terminated >= 1, JSON.stringify(stats));
+      assert.ok(stats.killedHolding + stats.killedWaiting + stats.terminatedHolding + stats.terminatedWaiting >= 1, JSON.stringify(stats));
+      if (restartable) assert.equal(stats.restarts, 1, JSON.stringify(stats));
+      if (cut.length) assert.ok(stats.cut >= 1, JSON.stringify(stats));
+    });
+  }
+});
+
+describe("stress: the network cut's TCP proxy", function () {
+  const net = require('node:net');
+  const { Proxy } = require('./stress/proxy');
+  // How long "nothing arrives" is watched for: an absence has no event.
+  const QUIET_MS = 300;
+
+  let echo;
+  let proxy;
+  const sockets = [];
+  beforeEach(async function () {
+    echo = net.createServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => {});
+      socket.pipe(socket);
+    });
+    await new Promise((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    proxy = await Proxy.start('127.0.0.1', echo.address().port);
+  });
+  afterEach(async function () {
+    await proxy.close();
+    for (const socket of sockets.splice(0)) socket.destroy();
+    await new Promise((resolve) => echo.close(resolve));
+  });
+
+  function connect() {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(proxy.port, '127.0.0.1', () => resolve(socket));
+      socket.once('error', reject);
+      socket.setEncoding('utf8');
+      socket.received = '';
+      socket.on('data', (text) => { socket.received += text; });
+    });
+  }
+
+  function echoed(socket, text) {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no echo of ${text} within 5000 ms`)), 5000);
+      const check = () => {
+        if (!socket.received.endsWith(text)) return;
+        clearTimeout(timer);
+        socket.off('data', check);
+        resolve();
+      };
+      socket.on('data', check);
+      socket.write(text);
+    });
+  }
+
+  it('forwards both ways; cut() stops forwarding on open connections without closing them; new connections are forwarded', async function () {
+    const a = await connect();
+    await echoed(a, 'one');
+    let closed = false;
+    a.on('close', () => { closed = true; });
+    assert.equal(proxy.cut(), 1);
+    assert.equal(proxy.forwarding, 0);
+    a.write('two');
+    // A server-side write of its own must not arrive either.
+    sockets[0].write('three');
+    await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
+    assert.equal(a.received, 'one');
+    assert.equal(closed, false);
+    assert.equal(a.destroyed, false);
+    assert.equal(sockets[0].destroyed, false);
+    const b = await connect();
+    await echoed(b, 'four');
+    assert.equal(proxy.forwarding, 1);
+    assert.equal(proxy.cut(), 1);
+    a.destroy();
+    b.destroy();
+  });
+});
