@@ -90,7 +90,7 @@ describe('stress: random operations from processes on one PostgreSQL scope again
 
 describe("stress: the network cut's TCP proxy", function () {
   const net = require('node:net');
-  const { Proxy } = require('./stress/proxy');
+  const { Proxy } = require('./fixtures/tcp-proxy');
   // How long "nothing arrives" is watched for: an absence has no event.
   const QUIET_MS = 300;
 

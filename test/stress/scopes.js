@@ -25,7 +25,7 @@
 //   cut(idx)            stops forwarding process idx's connections
 //   forget(idx)         process idx is gone (its proxy closes)
 //   drop()              drops the run's schema
-const { Proxy } = require('./proxy');
+const { Proxy } = require('../fixtures/tcp-proxy');
 
 class ScopeFailure extends Error {}
 
