@@ -229,12 +229,13 @@ class LockRequest {
     }
     const held = this.release()
     if (typeof held === 'boolean') this.released(held, ok, value)
-    else PromisePrototypeThen(held, (stillHeld) => this.released(stillHeld, ok, value))
+    else PromisePrototypeThen(held, (outcome) => this.released(outcome, ok, value))
   }
 
-  released (stillHeld, ok, value) {
-    if (stillHeld) this.settle(ok, value, ok ? undefined : FAILED)
-    else this.settle(false, stolenError(), STOLEN)
+  released (held, ok, value) {
+    if (held === true) this.settle(ok, value, ok ? undefined : FAILED)
+    else if (held === false) this.settle(false, stolenError(), STOLEN)
+    else this.settle(false, held, FAILED)
   }
 
   // Settles the request() promise; later calls are ignored, as they are by

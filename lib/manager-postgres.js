@@ -288,11 +288,14 @@ class PostgresBackend {
   }
 
   // The server ends the session once it has said nothing for `keepalive`
-  // (PostgreSQL 14 and later; older servers rely on TCP keepalives), and
-  // gives up on an unanswered send as soon.
+  // (PostgreSQL 14 and later; older servers rely on TCP keepalives), gives
+  // up on an unanswered send as soon, and sees a closed connection during a
+  // long statement within a second.
   async limitIdle (client) {
     const ms = this.target.keepalive
     const settings = [['idle_session_timeout', ms], ['tcp_user_timeout', ms],
+      // A watcher whose process died stops waiting for its lock.
+      ['client_connection_check_interval', Math.min(ms, 1000)],
       ['tcp_keepalives_idle', Math.max(1, Math.floor(ms / 2000))],
       ['tcp_keepalives_interval', Math.max(1, Math.floor(ms / 6000))], ['tcp_keepalives_count', 3]]
     for (const [name, value] of settings) {
@@ -471,12 +474,13 @@ class PostgresBackend {
     this.refresh()
   }
 
-  // Whether the lock was still held: a promise that never rejects.
+  // Whether the lock was still held, or the error of a lost session: a
+  // promise that never rejects.
   release (request) {
     this.forget(request)
     const session = this.current
-    if (session === null) return Promise.resolve(false)
-    return this.call(session, this.sql.release, [session.agent, request.id]).then(({ rows }) => rows[0].held === true, () => false)
+    if (session === null) return Promise.resolve(lostError())
+    return this.call(session, this.sql.release, [session.agent, request.id]).then(({ rows }) => rows[0].held === true, lostError)
   }
 
   // The database takes the request out of its queue once its request call

@@ -12,7 +12,8 @@
 //   number of its own. Either calls request.deliver(events) later for a
 //   grant (request.token set first), a miss or a steal.
 // - release(request): whether the lock was still held (false: stolen), or a
-//   promise of that which never rejects.
+//   promise that never rejects, of that or of the error to reject the
+//   request with (its agent was lost).
 // - abort(request): whether the request was still queued and is now gone;
 //   false if that is not known yet (the backend then forgets it itself).
 // - forget(request): the request is done with (a miss, or dropped).

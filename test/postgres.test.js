@@ -351,6 +351,27 @@ describe('openLockManager (PostgreSQL)', function () {
       await granted.done;
     });
 
+    it("a SIGKILLed agent's connections are all gone within seconds, its watcher's too (which was waiting for a lock)", async function () {
+      const scope = scopeName('gone');
+      const m = await open(scope);
+      const p = await agent(scope);
+      const pid = await p.request('x');
+      await p.granted(pid);
+      const mine = async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity a JOIN web_locks.agents g ON g.pid = a.pid
+        WHERE g.scope = $1`, [scope])).rows[0].n;
+      const all = async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'web-locks'
+        AND backend_start >= (SELECT min(backend_start) FROM pg_stat_activity a JOIN web_locks.agents g ON g.pid = a.pid WHERE g.scope = $1)`, [scope])).rows[0].n;
+      assert.equal(await mine(), 2);
+      const before = await all();
+      assert.ok(before >= 4, `${before} connections of the two agents`);
+      p.child.kill('SIGKILL');
+      const until = Date.now() + 5000;
+      let now = before;
+      while (Date.now() < until && (now = await all()) > 1) await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(now, 1, `${now} connections left 5 s after the kill, not only the live agent's session`);
+      assert.equal(await m.request('x', (lock) => lock.name), 'x');
+    });
+
     it('a session ended by the server (pg_terminate_backend) loses its locks: they reject with an AbortError; the manager joins again as a new agent', async function () {
       const scope = scopeName('terminate');
       const [a, b] = await Promise.all([open(scope), open(scope)]);
