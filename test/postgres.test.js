@@ -362,12 +362,17 @@ describe('openLockManager (PostgreSQL)', function () {
       const all = async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'web-locks'
         AND backend_start >= (SELECT min(backend_start) FROM pg_stat_activity a JOIN web_locks.agents g ON g.pid = a.pid WHERE g.scope = $1)`, [scope])).rows[0].n;
       assert.equal(await mine(), 2);
-      const before = await all();
-      assert.ok(before >= 4, `${before} connections of the two agents`);
+      // Each agent's watcher connects once it has a neighbour to watch.
+      const count = async (done) => {
+        const until = Date.now() + 5000;
+        let n;
+        while (!done(n = await all()) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+        return n;
+      };
+      const before = await count((n) => n === 4);
+      assert.equal(before, 4, `${before} connections of the two agents`);
       p.child.kill('SIGKILL');
-      const until = Date.now() + 5000;
-      let now = before;
-      while (Date.now() < until && (now = await all()) > 1) await new Promise((resolve) => setTimeout(resolve, 50));
+      const now = await count((n) => n <= 1);
       assert.equal(now, 1, `${now} connections left 5 s after the kill, not only the live agent's session`);
       assert.equal(await m.request('x', (lock) => lock.name), 'x');
     });
