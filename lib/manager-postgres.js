@@ -29,8 +29,10 @@ const LAYOUT = 1
 const SCOPE_MAX = 100
 const IDENTIFIER_MAX = 63
 // The watcher's wait ends after this and it looks again at who its
-// neighbour is: the safety net for a missed 'r' notification.
-const WATCH_TIMEOUT_MS = 30000
+// neighbour is: the safety net for a missed 'r' notification. Its statement
+// holds a snapshot while it waits, and so holds back vacuum's horizon in
+// the database by up to this long, as a query that long would.
+const WATCH_TIMEOUT_MS = 20000
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20
 const CANCEL_WAIT_MS = 50

@@ -8,7 +8,7 @@
 // server (the cancel that should end it finds nothing to cancel). Each time
 // the new agent must be watched: its death is seen at once, and a lock it
 // held is granted to the next agent within a second or two, not after the
-// watchers' 30 s safety net (or never, for an agent that was alone).
+// watchers' 20 s safety net (or never, for an agent that was alone).
 //
 // The moments are made by holding this process's pg calls (Client's
 // connect and query) until the 'r' has arrived: only the manager under test
@@ -19,7 +19,7 @@ const { api, uniq, deferred } = require('./fixtures/util');
 const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres } = require('./fixtures/postgres');
 
-// A death is seen "at once": generous for a loaded machine, far below 30 s.
+// A death is seen "at once": generous for a loaded machine, far below 20 s.
 const SEEN_MS = 5000;
 
 function scopeName(prefix) {

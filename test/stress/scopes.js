@@ -66,7 +66,7 @@ async function machineWide({ openLockManager, scope, dir }) {
 //   that waits for its life lock wakes at once and sweeps it in one
 //   transaction: tens of milliseconds. 10 s allows two orders of magnitude
 //   for a loaded machine, and stays well under the watchers' safety net
-//   (manager-postgres.js's WATCH_TIMEOUT_MS, 30 s: a watcher waiting on the
+//   (manager-postgres.js's WATCH_TIMEOUT_MS, 20 s: a watcher waiting on the
 //   wrong agent looks again after that), so that a ring that missed a death
 //   fails the test instead of being rescued by the timeout.
 // - SERVER_BOUND_MS: a fast shutdown, or a start (crash recovery is not
