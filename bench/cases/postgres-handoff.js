@@ -29,7 +29,7 @@ const path = require('path')
 const { open } = require('../lib/references')
 const { measure } = require('../lib/measure')
 const { percentile } = require('../lib/stats')
-const { hostNs, startProcesses, stopProcesses } = require('../lib/processes')
+const { hostNs, progress, startProcesses, stopProcesses } = require('../lib/processes')
 const { handoffs, signalsOf, HOLD_MS, SPIN_READS } = require('./scope-handoff')
 const pgBench = require('../lib/postgres')
 
@@ -70,7 +70,16 @@ async function run ({ n }, implId, ctx) {
       for (const p of procs) p.send(go)
     }
     const limit = 20000 + n * HOLD_MS / 4
-    const results = await Promise.all(procs.map((p, i) => p.next(limit, `round ${r}, process ${i}`)))
+    // A round of handoffs through the database takes seconds, during which
+    // this process waits: it tells lib/spawn.js it is not idle; a round that
+    // does not end is caught by the limit of p.next (a HangError).
+    const ticker = setInterval(progress, 1000)
+    let results
+    try {
+      results = await Promise.all(procs.map((p, i) => p.next(limit, `round ${r}, process ${i}`)))
+    } finally {
+      clearInterval(ticker)
+    }
     if (implId === 'pg-notify') {
       const samples = results.flatMap((x) => Array.from(x.latencies))
       m.p50 = percentile(samples, 50)

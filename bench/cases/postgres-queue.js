@@ -12,8 +12,8 @@
 //   flight together.
 // - grant+release: the holder releases; each grant runs a callback that
 //   returns at once, whose release grants the next request, and so on: the
-//   time from the holder's release to the K-th callback, over K (K = 500 for
-//   1k, else 2,000: the queue stays at least N - 2,000 long). The rest of
+//   time from the holder's release to the K-th callback, over K (K = 500 at
+//   every N: the queue stays at least N - 500 long). The rest of
 //   the queue then leaves with its agents (close()), untimed. The agents
 //   are new in each round (a fresh name too), and settle before the timing.
 //
@@ -22,10 +22,18 @@
 
 const { open } = require('../lib/references')
 const { measure, nowNs } = require('../lib/measure')
+const { HangError, progress } = require('../lib/processes')
 const { growthRow, shortSize } = require('../lib/rows')
 const pgBench = require('../lib/postgres')
 
 const AGENTS = 4
+const DRAIN_LIMIT_MS = 120000
+// Grants timed per round, the same at every N: a grant's cost also depends
+// on how many grants came before it on the name (the dead row versions they
+// leave, which vacuum cannot remove while any transaction of the database,
+// such as an agent's watcher waiting on its neighbour's life lock, is older
+// than them), so a different count per size would be measured as growth.
+const GRANTS = 500
 
 function sizes (opts) {
   return opts.quick ? [1e3, 1e4] : [1e3, 1e4, 1e5]
@@ -37,7 +45,7 @@ function points (opts) {
     label: `postgres: ${shortSize(n)} queued on one name`,
     series: 'postgres-queue',
     size: n,
-    params: { n, grants: n <= 1e3 ? n / 2 : 2000 },
+    params: { n, grants: GRANTS },
     rounds: opts.quick ? 2 : 3,
     work: n,
     scale: ['enqueue'],
@@ -71,7 +79,13 @@ async function run ({ n, grants }, implId, ctx) {
       let granted = 0
       let drained
       const done = new Promise((resolve) => { drained = resolve })
-      const callback = () => { if (++granted === grants) drained(nowNs()) }
+      // Each grant tells lib/spawn.js that the child is not idle (its CPU
+      // alone may not show it when grants are slow); the drain has its own
+      // time limit, past which it is a hang (a lost wake-up).
+      const callback = () => {
+        progress()
+        if (++granted === grants) drained(nowNs())
+      }
       const t0 = nowNs()
       for (let i = 0; i < n; i++) agents[i % AGENTS].request(name, callback).catch(() => {})
       await Promise.all(agents.map((a) => a.request(name, { ifAvailable: true }, () => {})))
@@ -81,7 +95,15 @@ async function run ({ n, grants }, implId, ctx) {
       m.queued = rows[0].queued
       const t1 = nowNs()
       release()
-      m.drain = ((await done) - t1) / grants
+      let timer
+      const limit = new Promise((resolve, reject) => {
+        timer = setTimeout(() => reject(new HangError(`grant+release: ${granted} of ${grants} granted in ${DRAIN_LIMIT_MS / 1000} s`)), DRAIN_LIMIT_MS)
+      })
+      try {
+        m.drain = ((await Promise.race([done, limit])) - t1) / grants
+      } finally {
+        clearTimeout(timer)
+      }
     } finally {
       for (const a of [holder, ...agents]) await a.close()
     }
