@@ -384,7 +384,11 @@ function postgresTargets (rows, add, result) {
         (rtt ? ` (round trip ${format.time(rtt)})` : '') + `, ${pct(v.x / 2 - 1)} over the limit. Both carry one notification ` +
         'from one process to another; a handoff first has the release statement run and commit (the release function deletes the ' +
         'lock and grants the waiter, whose notification leaves at the commit), so it costs a statement more than the reference.' +
-        flushShare(handoff, 'the release statement (its way to the server and the function\'s work) and the shim on both sides')
+        flushShare(handoff, 'the release statement (its way to the server and the function\'s work) and the shim on both sides') +
+        ' The function\'s work grows with the handoffs on the name: each grant and release leaves dead row versions that the ' +
+        'next lookups step over, which vacuum cannot remove, nor index scans mark, while a transaction older than them runs in ' +
+        'the database: each agent\'s watcher waits for its neighbour\'s life lock in a statement that keeps its snapshot for ' +
+        'the whole wait (up to 30 s).'
     })
 
   const contention = [1, 100].map((names) => ({ names, row: rows.get(`postgres.contention.${names}.rate`) }))
