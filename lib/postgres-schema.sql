@@ -57,6 +57,11 @@ CREATE TABLE @schema@.requests (
   UNIQUE (agent, local_id)
 );
 CREATE INDEX ON @schema@.requests (name_id, id);
+-- A name's held locks, and its queue in order, each found without reading
+-- the other: process() looks for both at every release, however long the
+-- queue.
+CREATE INDEX ON @schema@.requests (name_id) WHERE token IS NOT NULL;
+CREATE INDEX ON @schema@.requests (name_id, id) WHERE token IS NULL;
 
 -- An agent's notification channel.
 CREATE FUNCTION @schema@.channel(p_agent integer) RETURNS text
@@ -73,10 +78,22 @@ DECLARE
   r record;
   t bigint;
 BEGIN
-  SELECT count(*) > 0, coalesce(bool_or(NOT shared), false) INTO any_held, exclusive_held
-    FROM @schema@.requests WHERE name_id = p_name AND token IS NOT NULL;
-  FOR r IN SELECT id, agent, local_id, shared FROM @schema@.requests
-      WHERE name_id = p_name AND token IS NULL ORDER BY id LOOP
+  -- A name's held locks are one exclusive or any number of shared: any one
+  -- of them tells which (LIMIT 1: an index scan that stops at the first; a
+  -- count would read, by a bitmap scan, every entry the name's churn left in
+  -- the index since the last vacuum).
+  SELECT NOT shared INTO exclusive_held FROM @schema@.requests
+    WHERE name_id = p_name AND token IS NOT NULL LIMIT 1;
+  any_held := FOUND;
+  exclusive_held := coalesce(exclusive_held, false);
+  LOOP
+    -- The first request of the queue, one at a time: with LIMIT 1 the plan
+    -- walks the queue's index in order and stops at once, where a query for
+    -- the whole queue may be planned (on statistics of when the table was
+    -- small, or none) as a scan and sort of every request of the name.
+    SELECT id, agent, local_id, shared INTO r FROM @schema@.requests
+      WHERE name_id = p_name AND token IS NULL ORDER BY id LIMIT 1;
+    EXIT WHEN NOT FOUND;
     IF exclusive_held OR (any_held AND NOT r.shared) THEN
       RETURN;
     END IF;
