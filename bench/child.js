@@ -27,7 +27,7 @@ process.on('unhandledRejection', fail)
 
 async function main () {
   const mod = require(`./cases/${spec.case}`)
-  const ctx = { rounds: spec.rounds, budgetMs: spec.budgetMs, quick: spec.quick, dir: spec.dir }
+  const ctx = { rounds: spec.rounds, budgetMs: spec.budgetMs, quick: spec.quick, dir: spec.dir, postgres: spec.postgres }
   const result = await mod.run(spec.params, spec.impl, ctx)
   process.stdout.write(`@@result ${JSON.stringify(result)}\n`)
   // Held locks, queued requests and workers may remain: leave now.

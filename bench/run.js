@@ -11,6 +11,10 @@
 //   npm run bench -- --filter handoff   only the cases whose name matches
 //   npm run bench -- --node /path/node  use this Node >= 24
 //   npm run bench -- --json out.json    also write every outcome as JSON
+//
+// The PostgreSQL cases (postgres in their names) run against one server for
+// the whole run: started here (lib/postgres.js), or that of
+// WEB_LOCKS_BENCH_POSTGRES=<connection string>.
 
 const os = require('os')
 const path = require('path')
@@ -21,9 +25,11 @@ const format = require('./lib/format')
 const { evaluate } = require('./lib/targets')
 const { IMPLS, FLOORS } = require('./lib/references')
 const { median } = require('./lib/stats')
+const pgBench = require('./lib/postgres')
 
 const CASES = ['uncontended', 'burst', 'held', 'handoff', 'contention', 'readers', 'options', 'memory',
-  'scope-uncontended', 'scope-handoff', 'scope-contention', 'scope-kill']
+  'scope-uncontended', 'scope-handoff', 'scope-contention', 'scope-kill',
+  'postgres-uncontended', 'postgres-handoff', 'postgres-contention', 'postgres-queue']
 
 const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <node >= 24>] [--no-current] [--json <file>]
   --quick        CI-sized run (about a minute): fewer sizes, rounds and threads (--full: the default)
@@ -32,7 +38,9 @@ const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <
                  else node-<platform>-<arch>@26 installed from npm into a cache)
   --no-current   do not also measure web-locks under the running Node (the default with --quick;
                  --current to force it)
-  --json FILE    write every outcome as JSON`
+  --json FILE    write every outcome as JSON
+The PostgreSQL cases (--filter postgres) start a server for the run (test/fixtures/postgres.js),
+or use WEB_LOCKS_BENCH_POSTGRES=<connection string>.`
 
 function parseArgs (argv) {
   const opts = { quick: false, filter: null, node: null, current: undefined, json: null }
@@ -187,6 +195,24 @@ async function main (argv) {
   if (!plan.length) throw new Error('no case matches --filter')
 
   log(`web-locks benchmark: ${opts.quick ? 'quick' : 'full'} run of ${plan.length} points under Node ${benchVersion}`)
+  // The PostgreSQL cases' server, for the whole run.
+  let postgres = null
+  if (plan.some((p) => p.point.postgres)) {
+    try {
+      postgres = await pgBench.startServer(log)
+    } catch (error) {
+      postgres = { fail: String((error && error.message) || error).split('\n')[0].slice(0, 200) }
+      log(`no PostgreSQL for the postgres cases: ${postgres.fail}`)
+    }
+  }
+  try {
+    await runPlan({ opts, settings, node, benchNode, benchVersion, plan, started, postgres })
+  } finally {
+    if (postgres && postgres.stop) await postgres.stop().catch((error) => log(`stopping PostgreSQL: ${error.message}`))
+  }
+}
+
+async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, started, postgres }) {
   const addonBefore = addonBuild()
   const outcomes = new Map() // `${key}\0${impl}` -> outcome
   const loads = [] // the 1-minute load average before each point
@@ -206,6 +232,8 @@ async function main (argv) {
         let outcome
         if (impl === 'built-in' && !node.bin) {
           outcome = { fail: 'n/a', detail: `needs Node >= 24 (${node.why})` }
+        } else if (point.postgres && postgres.fail) {
+          outcome = { fail: 'n/a', detail: `no PostgreSQL: ${postgres.fail}` }
         } else if (skip) {
           outcome = { fail: 'too slow', detail: skip }
         } else if (runs.get(impl).some((o) => o.fail)) {
@@ -222,12 +250,15 @@ async function main (argv) {
             quick: opts.quick
           }
           if (point.scratch) spec.dir = scratchDir()
+          // A fresh schema and application_name per child (lib/postgres.js).
+          if (point.postgres) spec.postgres = pgBench.pointPlace(postgres.url)
           loads.push(os.loadavg()[0])
           try {
             outcome = await runChild(bin, [...(point.nodeArgs || []), script, JSON.stringify(spec)],
               { timeoutMs, idleMs: settings.idleMs })
           } finally {
             if (spec.dir) fs.rmSync(spec.dir, { recursive: true, force: true })
+            if (spec.postgres) await pgBench.cleanPoint(spec.postgres).catch((error) => log(`  cleaning ${spec.postgres.schema}: ${error.message}`))
           }
         }
         runs.get(impl).push(outcome)
@@ -257,7 +288,7 @@ async function main (argv) {
   }
   const allRows = sections.flatMap((s) => s.rows)
   const addon = { before: addonBefore, after: addonBuild() }
-  print({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon })
+  print({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon, postgres })
   if (opts.json) {
     fs.writeFileSync(opts.json, JSON.stringify({ opts: { ...opts, filter: String(opts.filter) }, node: benchVersion, rows: allRows, outcomes: [...outcomes] }, null, 1))
   }
@@ -272,7 +303,7 @@ function passesNote (plan) {
     'in alternating order, median of their figures (processes differ more than rounds do).'
 }
 
-function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon }) {
+function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon, postgres }) {
   const ours = (r) => r.cells['web-locks']
   const col = (title, column) => ({ title, get: (r) => format.cell(r.unit, r.cells[column]) })
   const vs = (title, column) => ({ title, get: (r) => format.ratioText(format.advantage(r, ours(r), r.cells[column])) })
@@ -305,6 +336,22 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
         vs('×lockfile', 'proper-lockfile'),
         col('floor', 'floor'),
         vs('×floor', 'floor')
+      ]
+    },
+    // The PostgreSQL cases' (lib/postgres.js): ours, the raw mechanism of
+    // the same server each case compares with, and ours again with
+    // synchronous_commit=off (what durability costs).
+    postgres: {
+      intro: 'PostgreSQL: web-locks through openLockManager(scope, { postgres }), each process its own agent (a session and a watcher ' +
+        'connection); reference = the raw PostgreSQL mechanism of the same server, measured in the same run (named on each row); ' +
+        'sync. commit off = web-locks again with synchronous_commit=off for its sessions (diagnostic: commits do not wait for ' +
+        `the WAL flush); ×X as above. Server: ${postgres && postgres.note ? postgres.note : 'none'}.`,
+      columns: [
+        { title: 'case', left: true, get: (r) => r.label },
+        col('web-locks postgres', 'web-locks'),
+        col('reference', 'reference'),
+        vs('×reference', 'reference'),
+        col('sync. commit off', 'async')
       ]
     }
   }

@@ -15,6 +15,15 @@ CREATE TABLE @schema@.meta (
   value text NOT NULL
 );
 
+-- The state of the locks (agents, names, requests) is in UNLOGGED tables:
+-- it lives no longer than the sessions of its agents, which a crash of the
+-- server ends, and after a crash PostgreSQL empties these tables. So their
+-- changes write no WAL, and a request's or a release's commit does not wait
+-- for a WAL flush to disk (the durability defaults: fsync and
+-- synchronous_commit on). What must survive a crash stays logged: the
+-- layout (meta) and the sequences, tokens above all (fencing tokens never
+-- go back); a nextval writes WAL once every 32 values.
+--
 -- Agent ids are the second half of an advisory key: int4, reused after 2^31.
 CREATE SEQUENCE @schema@.agent_ids AS integer MINVALUE 1 CYCLE;
 -- Queue order.
@@ -25,7 +34,7 @@ CREATE SEQUENCE @schema@.tokens AS bigint;
 -- One row per agent: a thread that opened a scope. It lives while its
 -- session holds the advisory lock (@key@, id): PostgreSQL releases that when
 -- the session ends, however it ends.
-CREATE TABLE @schema@.agents (
+CREATE UNLOGGED TABLE @schema@.agents (
   id integer PRIMARY KEY,
   scope text NOT NULL,
   client_id text NOT NULL,
@@ -37,7 +46,7 @@ CREATE INDEX ON @schema@.agents (scope, id);
 -- steps for that name. Names are UTF-16 code units (little-endian), stored
 -- exactly: text cannot hold a lone surrogate. Found by their digest, since a
 -- name may be larger than an index entry.
-CREATE TABLE @schema@.names (
+CREATE UNLOGGED TABLE @schema@.names (
   id bigserial PRIMARY KEY,
   scope text NOT NULL,
   digest bytea NOT NULL,
@@ -47,7 +56,7 @@ CREATE TABLE @schema@.names (
 
 -- Held locks (token set) and queued requests (token null, in id order).
 -- local_id is the agent's own number for the request: notifications name it.
-CREATE TABLE @schema@.requests (
+CREATE UNLOGGED TABLE @schema@.requests (
   id bigint PRIMARY KEY,
   name_id bigint NOT NULL,
   agent integer NOT NULL,
@@ -57,6 +66,11 @@ CREATE TABLE @schema@.requests (
   UNIQUE (agent, local_id)
 );
 CREATE INDEX ON @schema@.requests (name_id, id);
+-- A name's held locks, and its queue in order, each found without reading
+-- the other: process() looks for both at every release, however long the
+-- queue.
+CREATE INDEX ON @schema@.requests (name_id) WHERE token IS NOT NULL;
+CREATE INDEX ON @schema@.requests (name_id, id) WHERE token IS NULL;
 
 -- An agent's notification channel.
 CREATE FUNCTION @schema@.channel(p_agent integer) RETURNS text
@@ -73,10 +87,22 @@ DECLARE
   r record;
   t bigint;
 BEGIN
-  SELECT count(*) > 0, coalesce(bool_or(NOT shared), false) INTO any_held, exclusive_held
-    FROM @schema@.requests WHERE name_id = p_name AND token IS NOT NULL;
-  FOR r IN SELECT id, agent, local_id, shared FROM @schema@.requests
-      WHERE name_id = p_name AND token IS NULL ORDER BY id LOOP
+  -- A name's held locks are one exclusive or any number of shared: any one
+  -- of them tells which (LIMIT 1: an index scan that stops at the first; a
+  -- count would read, by a bitmap scan, every entry the name's churn left in
+  -- the index since the last vacuum).
+  SELECT NOT shared INTO exclusive_held FROM @schema@.requests
+    WHERE name_id = p_name AND token IS NOT NULL LIMIT 1;
+  any_held := FOUND;
+  exclusive_held := coalesce(exclusive_held, false);
+  LOOP
+    -- The first request of the queue, one at a time: with LIMIT 1 the plan
+    -- walks the queue's index in order and stops at once, where a query for
+    -- the whole queue may be planned (on statistics of when the table was
+    -- small, or none) as a scan and sort of every request of the name.
+    SELECT id, agent, local_id, shared INTO r FROM @schema@.requests
+      WHERE name_id = p_name AND token IS NULL ORDER BY id LIMIT 1;
+    EXIT WHEN NOT FOUND;
     IF exclusive_held OR (any_held AND NOT r.shared) THEN
       RETURN;
     END IF;

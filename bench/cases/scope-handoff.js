@@ -233,5 +233,8 @@ module.exports = {
   run,
   proc,
   rows,
-  handoffs
+  handoffs,
+  signalsOf,
+  HOLD_MS,
+  SPIN_READS
 }

@@ -63,6 +63,22 @@ const IMPLS = {
   'proper-lockfile': {
     label: 'proper-lockfile lock()/release() on a file per name in /dev/shm (mkdir lock; retries 1-16 ms, forever; stale 10 s)',
     open: ({ dir, stale, onBusy }) => lockfileManager(dir, { stale, onBusy })
+  },
+  // The PostgreSQL cases (cases/postgres-*.js, lib/postgres.js): `place` is
+  // the point's server, schema and application_name.
+  'web-locks-postgres': {
+    label: 'web-locks openLockManager(scope, { postgres, schema }) (an agent: a session and a watcher connection; a fresh schema per point)',
+    open: ({ place, scope }) => require('./postgres').openManager(place, scope)
+  },
+  'web-locks-postgres-async': {
+    label: 'the same with synchronous_commit=off for its sessions (diagnostic: commits do not wait for the WAL flush)',
+    open: ({ place, scope }) => require('./postgres').openManager(place, scope, { async: true })
+  },
+  'pg-advisory': {
+    label: 'pg_advisory_lock($1) then pg_advisory_unlock($1), prepared statements on one pg.Client (node-postgres) per process'
+  },
+  'pg-notify': {
+    label: 'LISTEN/NOTIFY between 2 processes: SELECT pg_notify($1, $2) (prepared) on one pg.Client, the other\'s notification event; one way'
   }
 }
 

@@ -247,6 +247,7 @@ function evaluate (rowList, get, opts) {
     limitVerdict(rows, memQueued, 600, 'B'), memWhy('queued'))
 
   scopeTargets(rows, add, result)
+  postgresTargets(rows, add, result)
 
   const violationIds = [...rows.keys()].filter((id) => /\.violations$/.test(id))
   add('Zero mutual-exclusion violations in every multi-thread and multi-process case',
@@ -341,6 +342,115 @@ function scopeTargets (rows, add, result) {
       ? 'no prompt release (needs the death watcher): a SIGKILLed process runs no exit code, and today its agents are only ' +
         'ended when another process opens the scope (opening sweeps dead owners), which the case then did.'
       : `${v.cell.fail}${v.cell.detail ? ` (${v.cell.detail})` : ''}.`)
+}
+
+// The PostgreSQL cases' targets (cases/postgres-*.js): the 'web-locks'
+// column is web-locks through openLockManager(scope, { postgres }),
+// 'reference' the raw mechanism of the same server in the same run, 'async'
+// web-locks with synchronous_commit=off for its sessions.
+function postgresTargets (rows, add, result) {
+  // What the commit's WAL flush accounts for, from the async column.
+  const flushShare = (row, rest) => {
+    const ours = value(row, 'web-locks')
+    const async = value(row, 'async')
+    const ref = value(row, 'reference')
+    if (!(async > 0) || !(ref > 0)) return ''
+    return ` With synchronous_commit=off for its sessions (commits do not wait for the WAL flush) it takes ${format.time(async)}: ` +
+      `the flush accounts for ${format.time(Math.max(0, ours - async))} of the ${format.time(Math.max(0, ours - ref))} over the reference` +
+      (async > ref ? `; the other ${format.time(async - ref)} is ${rest}` : '') + '.'
+  }
+
+  const uncontended = rows.get('postgres.uncontended')
+  add('PostgreSQL, uncontended: request+release through a PostgreSQL scope at most 1.5x a raw pg_advisory_lock + pg_advisory_unlock pair (one pg.Client, same server)',
+    costVerdict(rows, ['postgres.uncontended'], 'reference', 1.5, { describe: () => 'sync callback, 1 name' }),
+    (v) => {
+      const calls = value(rows.get('postgres.uncontended.calls'), 'web-locks')
+      return `request+release takes ${format.time(value(uncontended, 'web-locks'))} against ${format.time(value(uncontended, 'reference'))} for the ` +
+        `advisory pair, ${pct(v.x / 1.5 - 1)} over the limit` +
+        (calls ? `; both send 2 statements (web-locks: ${calls.toFixed(2)} per request+release: its request and release calls), so the ` +
+          'difference is not round trips but what each statement does in the server: a request or release is one transaction of a ' +
+          'PL/pgSQL function that locks the agent\'s and the name\'s rows and inserts or deletes a request, where an ' +
+          'advisory lock touches no table (and writes no WAL).' : '.') +
+        flushShare(uncontended, 'the two functions\' own work in the server (one transaction each)')
+    })
+
+  const handoff = rows.get('postgres.handoff.p50')
+  add('PostgreSQL, handoff between 2 processes: p50 at most 2x a raw LISTEN/NOTIFY trip between 2 processes, one way',
+    costVerdict(rows, ['postgres.handoff.p50'], 'reference', 2, { describe: () => 'p50' }),
+    (v) => {
+      const rtt = value(rows.get('postgres.handoff.rtt'), 'reference')
+      return `p50 ${format.time(value(handoff, 'web-locks'))} from the holder's callback returning to the waiter's callback, against ` +
+        `${format.time(value(handoff, 'reference'))} from a NOTIFY sent to its notification in the other process` +
+        (rtt ? ` (round trip ${format.time(rtt)})` : '') + `, ${pct(v.x / 2 - 1)} over the limit. Both carry one notification ` +
+        'from one process to another; a handoff first has the release statement run and commit (the release function deletes the ' +
+        'lock and grants the waiter, whose notification leaves at the commit), so it costs a statement more than the reference.' +
+        flushShare(handoff, 'the release statement (its way to the server and the function\'s work) and the shim on both sides') +
+        ' The function\'s work grows with the handoffs on the name: each grant and release leaves dead row versions that the ' +
+        'next lookups step over, which vacuum cannot remove, nor index scans mark, while a transaction older than them runs in ' +
+        'the database: each agent\'s watcher waits for its neighbour\'s life lock in a statement that keeps its snapshot for ' +
+        'the whole wait (up to 30 s).'
+    })
+
+  const contention = [1, 100].map((names) => ({ names, row: rows.get(`postgres.contention.${names}.rate`) }))
+    .filter((c) => c.row && c.row.cells['web-locks'])
+  const rateText = (c) => (c.row.cells['web-locks'].fail ? '' : ` ${format.rate(value(c.row, 'web-locks'))}` +
+    (value(c.row, 'reference') ? ` (advisory locks ${format.rate(value(c.row, 'reference'))})` : ''))
+  add('PostgreSQL, 50 processes on 1 name and on 100 names: every process finishes (no lost wake-up); grants per second',
+    contention.length
+      ? {
+          status: contention.every((c) => !c.row.cells['web-locks'].fail && !c.row.cells['web-locks'].partial) ? 'PASS' : 'MISS',
+          summary: contention.map((c) => `${c.names} name${c.names > 1 ? 's' : ''}: ${c.row.cells['web-locks'].fail ||
+            (c.row.cells['web-locks'].partial ? 'failed after some rounds' : `${result(`postgres/contention/${c.names}`, 'web-locks-postgres').rounds || '?'} rounds completed,`)}` +
+            rateText(c)).join('; ')
+        }
+      : { status: 'not run', summary: 'no figures in this run' },
+    () => contention.filter((c) => c.row.cells['web-locks'].fail || c.row.cells['web-locks'].partial)
+      .map((c) => `${c.names} name(s): ${c.row.cells['web-locks'].fail}${c.row.cells['web-locks'].detail ? ` (${c.row.cells['web-locks'].detail})` : ''}`).join('; ') +
+      '. A round that does not end has a process waiting with no one holding the lock, or a holder that was never told.')
+
+  // Judged on 1 name, where the order of service is the manager's; on 100
+  // names each process draws its names at random, and a few dozen grants
+  // per process make min/max noisy whatever the lock (see the reference).
+  const fair = rows.get('postgres.contention.1.fairness')
+  const fair100 = rows.get('postgres.contention.100.fairness')
+  add('PostgreSQL, 50 processes on 1 name: no process starved (min/max grants per process >= 0.5)',
+    fair && value(fair, 'web-locks') !== undefined
+      ? {
+          status: value(fair, 'web-locks') >= 0.5 ? 'PASS' : 'MISS',
+          summary: `${value(fair, 'web-locks').toFixed(2)}` + (value(fair, 'reference') !== undefined ? ` (advisory locks ${value(fair, 'reference').toFixed(2)})` : '') +
+            (fair100 && value(fair100, 'web-locks') !== undefined
+              ? `; on 100 names, names drawn at random, not judged: ${value(fair100, 'web-locks').toFixed(2)}` +
+                (value(fair100, 'reference') !== undefined ? ` (advisory locks ${value(fair100, 'reference').toFixed(2)})` : '')
+              : '')
+        }
+      : { status: 'not run', summary: 'no figures in this run' },
+    () => `the least served process got ${pct(value(fair, 'web-locks'))} of what the most served got. Requests are granted in ` +
+      'queue order, so a process falls behind when it is not queued when the lock is released: its notification, or its CPU, came late.')
+
+  add('PostgreSQL, 50 processes: at most 2 connections per process (most seen at once in pg_stat_activity, over the processes)',
+    limitVerdict(rows, ['postgres.contention.1.perProcess', 'postgres.contention.100.perProcess'], 2, 'ratio'),
+    (v) => `${value(v.worst, 'web-locks').toFixed(2)} per process on ${v.worst.label.replace(/: connections per process$/, '')}: ` +
+      'each agent has its session and its watcher; more means connections were opened again (a lost session) or left behind.')
+
+  const growthIds = ['postgres.queue.growth.enqueue', 'postgres.queue.growth.drain']
+  add('PostgreSQL, up to 100,000 requests queued on one name: per-request cost flat (growth exponent < 0.1), enqueue and grant+release',
+    limitVerdict(rows, growthIds, 0.1, 'exponent', true),
+    () => {
+      const parts = []
+      for (const id of growthIds) {
+        const row = rows.get(id)
+        if (!row || !(value(row, 'web-locks') >= 0.1)) continue
+        const metric = id.split('.')[3]
+        const sizes = [1e3, 1e4, 1e5].filter((n) => result(`postgres/queue/${n}`, 'web-locks-postgres')[metric] !== undefined)
+        const at = (n) => result(`postgres/queue/${n}`, 'web-locks-postgres')[metric]
+        parts.push(`${metric === 'drain' ? 'grant+release' : 'enqueue'}: exponent ${value(row, 'web-locks').toFixed(2)} (limit 0.10), ` +
+          sizes.map((n) => `${format.time(at(n))} at ${n.toLocaleString('en-US')}`).join(', '))
+      }
+      return `${parts.join('; ')}. A release runs the queue's processing (process() in lib/postgres-schema.sql), whose two ` +
+        'queries look for the name\'s held locks and for its first queued requests among all the requests of the name: ' +
+        'with the one index on (name_id, id), which does not tell held from queued, the plans read every request of the ' +
+        'name (a bitmap scan of the N rows, and a sort of them for the queue order), so each grant costs O(N).'
+    })
 }
 
 module.exports = { evaluate }

@@ -1,0 +1,208 @@
+'use strict'
+
+// 50 processes contending through a PostgreSQL scope, on 1 name and on 100
+// names, for a fixed time, each its own agent looping request(name) -> a
+// short critical section -> release (on 100 names, a name drawn at random
+// for each request): grants per second, fairness (the fewest grants any
+// process got over the most any got), mutual-exclusion violations, and
+// whether every process finishes: after the stop each is granted at most
+// once more, so one still waiting long after (a lost wake-up leaves it, and
+// everyone queued behind it, waiting for ever) makes the point 'hangs'.
+// The critical section checks exclusion as in scope-contention.js: an
+// O_EXCL marker file per name.
+//
+// Connections: the child counts the point's connections in pg_stat_activity
+// (by its application_name) every 100 ms while the processes run; the most
+// it saw, over the processes, must be at most 2 (an agent's session and its
+// watcher).
+//
+// The reference does the same with PostgreSQL's own lock manager:
+// pg_advisory_lock($1) / pg_advisory_unlock($1) on one pg.Client per
+// process (one connection each), the key of the name.
+
+const fs = require('fs')
+const path = require('path')
+const { open } = require('../lib/references')
+const { measure } = require('../lib/measure')
+const { HangError, hostNs, progress, startProcesses, stopProcesses } = require('../lib/processes')
+const pgBench = require('../lib/postgres')
+
+const PROCS = 50
+const VARIANTS = [1, 100] // names
+const START_MS = 500 // from the parent's go to the start: 50 processes to wake on 2 CPUs
+const HANG_MS = 10000 // after the stop, all must have reported by then
+
+function points (opts) {
+  return VARIANTS.map((names) => ({
+    key: `postgres/contention/${names}`,
+    label: `postgres: ${PROCS} processes contending on ${names} name${names > 1 ? 's' : ''}`,
+    params: { procs: PROCS, names, ms: opts.quick ? 1000 : 3000, hangMs: HANG_MS },
+    rounds: opts.quick ? 1 : 3,
+    scratch: true,
+    postgres: true,
+    // Starting 50 processes and their agents takes seconds on 2 CPUs.
+    timeoutMs: opts.quick ? 90000 : 180000,
+    impls: ['web-locks-postgres', 'pg-advisory']
+  }))
+}
+
+// A little CPU work, the same as in the thread case (contention.js).
+function work () {
+  let x = 1
+  for (let i = 0; i < 200; i++) x = (x * 1103515245 + 12345) | 0
+  return x
+}
+
+async function run ({ procs: count, names, ms, hangMs }, implId, ctx) {
+  const place = ctx.postgres
+  const scope = `contention-${process.pid}`
+  // The first agent makes the schema, alone; then it leaves.
+  if (implId !== 'pg-advisory') await (await open(implId, { place, scope })).close()
+  const admin = await pgBench.client(place, { application_name: 'web-locks-bench-admin' })
+  const started = Date.now()
+  const procs = await startProcesses('postgres-contention',
+    Array.from({ length: count }, (_, me) => ({ me, impl: implId, dir: ctx.dir, scope, place })), 90000)
+  const startMs = Date.now() - started
+  let roundNo = 0
+  async function round (m, ms) {
+    const r = ++roundNo
+    const startAt = hostNs() + START_MS * 1e6
+    const stopAt = startAt + ms * 1e6
+    const prefix = `r${r}-`
+    for (const p of procs) p.send({ round: r, prefix, names, startAt, stopAt, dir: ctx.dir })
+    // The point's connections, every 100 ms until all have reported.
+    let most = await pgBench.connections(admin, place)
+    let polling = true
+    const poller = (async () => {
+      while (polling) {
+        most = Math.max(most, await pgBench.connections(admin, place))
+        progress()
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    })()
+    const settled = await Promise.allSettled(procs.map((p, i) => p.next(START_MS + ms + hangMs, `round ${r}, process ${i}`)))
+    polling = false
+    await poller
+    const failed = settled.find((s) => s.status === 'rejected')
+    if (failed && !(failed.reason instanceof HangError)) throw failed.reason
+    if (failed) {
+      const silent = settled.filter((s) => s.status === 'rejected').length
+      throw new HangError(`round ${r}: ${silent} of ${count} processes still waiting ${hangMs / 1000} s after the stop` +
+        await scopeState(implId, place, scope, prefix))
+    }
+    const results = settled.map((s) => s.value)
+    const ops = results.map((x) => x.ops)
+    m.rate = ops.reduce((a, b) => a + b, 0) / (ms / 1000)
+    m.fairness = Math.min(...ops) / Math.max(...ops)
+    m.violations = results.reduce((a, x) => a + x.violations, 0)
+    m.connections = most
+    m.perProcess = most / count
+    m.startMs = startMs
+  }
+  try {
+    return await measure((m) => round(m, ms), { ...ctx, warmup: () => round({}, Math.min(ms, 1000) / 2) })
+  } finally {
+    await stopProcesses(procs)
+    await admin.end()
+  }
+}
+
+// For a hung round: who holds and who waits on the round's names (a new
+// agent of the scope looks).
+async function scopeState (implId, place, scope, prefix) {
+  if (implId === 'pg-advisory') return ''
+  try {
+    const m = await open(implId, { place, scope })
+    const { held, pending } = await m.query()
+    await m.close()
+    const mine = (list) => list.filter((l) => l.name.startsWith(prefix)).length
+    return `; the scope then had ${mine(held)} holder(s) and ${mine(pending)} waiting on the round's names`
+  } catch (error) {
+    return `; the scope could not be queried (${error.message})`
+  }
+}
+
+// In each process.
+async function proc ({ me, impl, scope, place }) {
+  let request
+  if (impl === 'pg-advisory') {
+    const client = await pgBench.client(place)
+    const lock = { name: 'bench_lock', text: 'SELECT pg_advisory_lock($1)' }
+    const unlock = { name: 'bench_unlock', text: 'SELECT pg_advisory_unlock($1)' }
+    const keys = new Map()
+    request = async (name, callback) => {
+      let key = keys.get(name)
+      if (key === undefined) keys.set(name, (key = 1 + Number(name.slice(name.lastIndexOf('-') + 1))))
+      await client.query({ ...lock, values: [key] })
+      try {
+        return callback()
+      } finally {
+        await client.query({ ...unlock, values: [key] })
+      }
+    }
+  } else {
+    const locks = await open(impl, { place, scope })
+    request = (name, callback) => locks.request(name, callback)
+  }
+  let marker = null
+  let stopAt = 0
+  let ops = 0
+  let violations = 0
+  const callback = () => {
+    if (hostNs() < stopAt) ops++
+    let fd
+    try {
+      fd = fs.openSync(marker, 'wx')
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error
+      violations++ // another process is inside; it removes the marker
+      work()
+      return
+    }
+    fs.closeSync(fd)
+    work()
+    fs.unlinkSync(marker)
+  }
+  process.on('message', async (go) => {
+    stopAt = go.stopAt
+    ops = 0
+    violations = 0
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, (go.startAt - hostNs()) / 1e6 - 2)))
+    while (hostNs() < go.startAt) continue
+    while (hostNs() < stopAt) {
+      const i = go.names === 1 ? 0 : Math.floor(Math.random() * go.names)
+      marker = path.join(go.dir, `inside-${go.prefix}${i}`)
+      await request(`${go.prefix}${i}`, callback)
+    }
+    process.send({ round: go.round, ops, violations })
+  })
+  process.send('ready')
+}
+
+function rows (get) {
+  const out = []
+  for (const names of VARIANTS) {
+    const key = `postgres/contention/${names}`
+    const what = `${PROCS} processes, ${names} name${names > 1 ? 's' : ''}`
+    const row = (id, label, unit, metric, better, reference = 'pg-advisory') => {
+      const r = pgBench.pgRow(get, { id: `postgres.contention.${names}.${id}`, label: `${what}: ${label}`, unit, key, metric, better, reference })
+      delete r.cells.async
+      return r
+    }
+    out.push(row('rate', 'locks per second (reference: advisory locks)', 'ops/s', 'rate', 'higher'))
+    out.push(row('fairness', 'fairness min/max', 'ratio', 'fairness', null))
+    out.push(row('violations', 'violations', 'count', 'violations', null))
+    out.push(row('connections', 'connections, most seen at once (pg_stat_activity)', 'count', 'connections', null))
+    out.push(row('perProcess', 'connections per process', 'ratio', 'perProcess', null))
+  }
+  return out
+}
+
+module.exports = {
+  section: `${PROCS} processes contending (each its own agent: takes the lock, O_EXCL-creates a marker, does the same small work, removes it, releases; fixed time; reference: pg_advisory_lock/unlock)`,
+  table: 'postgres',
+  points,
+  run,
+  proc,
+  rows
+}

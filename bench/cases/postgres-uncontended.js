@@ -1,0 +1,91 @@
+'use strict'
+
+// Uncontended request/release through a PostgreSQL scope, in one process:
+// each request is awaited before the next, so the lock is always free when
+// asked for. A request is one call (one transaction) to the database and
+// its release another; the shim settles the request once the release is
+// done. The reference is the least a lock held across two statements can
+// cost on the same server: pg_advisory_lock($1) and pg_advisory_unlock($1),
+// prepared, awaited one after the other on one pg.Client (two round trips,
+// no table written, nothing to flush at commit). Both run in the same
+// child process type, against the same server, in the same run.
+//
+// The child also counts the statements web-locks sends per request+release
+// (pg.Client#query, which the manager's connections use): round trips.
+
+const { measure, nowNs, warmup } = require('../lib/measure')
+const { open } = require('../lib/references')
+const pgBench = require('../lib/postgres')
+
+function points (opts) {
+  return [{
+    key: 'postgres/uncontended',
+    label: 'postgres: uncontended, 1 name',
+    params: { ops: opts.quick ? 500 : 2000, warmupMs: opts.quick ? 300 : 600 },
+    passes: opts.quick ? 1 : 3,
+    rounds: opts.quick ? 3 : 4,
+    postgres: true,
+    impls: ['web-locks-postgres', 'pg-advisory', 'web-locks-postgres-async']
+  }]
+}
+
+// Counts the statements all pg.Clients of this process send.
+function countQueries () {
+  const { Client } = require('pg')
+  const counter = { n: 0 }
+  const query = Client.prototype.query
+  Client.prototype.query = function (...args) {
+    counter.n++
+    return query.apply(this, args)
+  }
+  return counter
+}
+
+async function run ({ ops, warmupMs }, implId, ctx) {
+  const place = ctx.postgres
+  let loop
+  let counter = null
+  if (implId === 'pg-advisory') {
+    const c = await pgBench.client(place)
+    const lock = { name: 'bench_lock', text: 'SELECT pg_advisory_lock($1)', values: [42] }
+    const unlock = { name: 'bench_unlock', text: 'SELECT pg_advisory_unlock($1)', values: [42] }
+    loop = async (n) => {
+      const t0 = nowNs()
+      for (let i = 0; i < n; i++) {
+        await c.query(lock)
+        await c.query(unlock)
+      }
+      return (nowNs() - t0) / n
+    }
+  } else {
+    counter = countQueries()
+    const locks = await open(implId, { place, scope: `uncontended-${process.pid}` })
+    const callback = () => {}
+    loop = async (n) => {
+      const t0 = nowNs()
+      for (let i = 0; i < n; i++) await locks.request('n0', callback)
+      return (nowNs() - t0) / n
+    }
+  }
+  return measure(async (m) => {
+    const before = counter && counter.n
+    m.op = await loop(ops)
+    if (counter) m.calls = (counter.n - before) / ops
+  }, { ...ctx, warmup: () => warmup(loop, warmupMs) })
+}
+
+function rows (get) {
+  const key = 'postgres/uncontended'
+  return [
+    pgBench.pgRow(get, { id: 'postgres.uncontended', label: 'request+release, sync callback, 1 name (reference: advisory lock+unlock)', unit: 'ns', key, metric: 'op', reference: 'pg-advisory' }),
+    pgBench.pgRow(get, { id: 'postgres.uncontended.calls', label: 'request+release: statements sent (round trips)', unit: 'ratio', better: null, key, metric: 'calls' })
+  ]
+}
+
+module.exports = {
+  section: '1 process: uncontended request/release (time per request, awaited one at a time; reference: pg_advisory_lock + pg_advisory_unlock, prepared, on one pg.Client)',
+  table: 'postgres',
+  points,
+  run,
+  rows
+}

