@@ -28,11 +28,14 @@ const MIN_KEEPALIVE_MS = 300
 const LAYOUT = 1
 const SCOPE_MAX = 100
 const IDENTIFIER_MAX = 63
-// The watcher's wait ends after this and it looks again at who its
-// neighbour is: the safety net for a missed 'r' notification. Its statement
-// holds a snapshot while it waits, and so holds back vacuum's horizon in
-// the database by up to this long, as a query that long would.
-const WATCH_TIMEOUT_MS = 20000
+// The watcher waits in slices of this long: its statement holds a snapshot
+// while it waits, which holds back vacuum's horizon in the database (the
+// dead row versions of every grant and release would pile up, and each
+// release would step over more of them). Each slice also checks again who
+// the neighbour is: the safety net for a missed 'r' notification.
+const WATCH_SLICE_MS = 1000
+// PostgreSQL's SQLSTATE for a lock wait past lock_timeout.
+const LOCK_NOT_AVAILABLE = '55P03'
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20
 const CANCEL_WAIT_MS = 50
@@ -595,9 +598,12 @@ class PostgresBackend {
           continue
         }
         if (session.watcher === null) session.watcher = await this.watcherFor(session)
-        if (session.lost) return
-        await this.waitFor(session, next)
-        if (!session.lost) await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
+        let ended
+        do {
+          if (session.lost) return
+          ended = await this.waitFor(session, next)
+        } while (ended === undefined)
+        if (ended && !session.lost) await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
       } catch (error) {
         if (session.lost) return
         // The watcher's connection failed: open another on the next turn.
@@ -615,7 +621,7 @@ class PostgresBackend {
     const stream = watcher.connection && watcher.connection.stream
     if (stream && typeof stream.unref === 'function') stream.unref()
     await this.limitIdle(watcher)
-    await watcher.query(`SET lock_timeout = ${WATCH_TIMEOUT_MS}`)
+    await watcher.query(`SET lock_timeout = ${WATCH_SLICE_MS}`)
     if (session.lost) {
       watcher.end().catch(() => {})
       throw lostError()
@@ -623,13 +629,13 @@ class PostgresBackend {
     return watcher
   }
 
-  // Waits until the agent `next` has no life lock (or the wait is cancelled
-  // or times out), taking and dropping its shared side in one statement;
-  // not at all if `next` is not the neighbour any more when the statement
-  // starts: an agent that joined meanwhile may have sent its 'r' before the
-  // wait began, and the cancel it caused then found no statement to cancel.
-  // The statement's snapshot is taken when it starts, after any cancel that
-  // the server dropped, so it sees the join behind that cancel.
+  // Waits one slice for the agent `next` to have no life lock, taking and
+  // dropping its shared side in one statement: true if it has none (it
+  // ended), false if the wait was cancelled or `next` is not the neighbour
+  // any more (look again), undefined if the slice ran out (wait again). An
+  // agent that joined meanwhile may have sent its 'r' before the wait began,
+  // and the cancel it caused found no statement to cancel: the statement's
+  // snapshot, taken when it starts, sees that join.
   async waitFor (session, next) {
     const { key, scope } = this.target
     const q = quoteIdentifier(this.target.schema)
@@ -637,11 +643,14 @@ class PostgresBackend {
     session.watched = session.watcher.query(`SELECT pg_advisory_lock_shared($1, $2), pg_advisory_unlock_shared($1, $2) ` +
       `WHERE ${q}.neighbour($3, $4) = $2`, [key, next, scope, session.agent])
     try {
-      await session.watched
+      const { rows } = await session.watched
+      return rows.length === 1
     } catch (error) {
       if (session.lost) throw error
-      // Cancelled (a new neighbour) or timed out: hold nothing.
+      if (error.code === LOCK_NOT_AVAILABLE) return undefined
+      // Cancelled (a new neighbour), maybe after it had the lock: hold none.
       await session.watcher.query('SELECT pg_advisory_unlock_all()')
+      return false
     } finally {
       session.watching = false
     }

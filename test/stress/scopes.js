@@ -64,11 +64,10 @@ async function machineWide({ openLockManager, scope, dir }) {
 // - DEATH_BOUND_MS: from a process's or a session's end to its agent's rows
 //   gone. The server ends a backend as soon as its socket closes, the watcher
 //   that waits for its life lock wakes at once and sweeps it in one
-//   transaction: tens of milliseconds. 10 s allows two orders of magnitude
-//   for a loaded machine, and stays well under the watchers' safety net
-//   (manager-postgres.js's WATCH_TIMEOUT_MS, 20 s: a watcher waiting on the
-//   wrong agent looks again after that), so that a ring that missed a death
-//   fails the test instead of being rescued by the timeout.
+//   transaction: tens of milliseconds; a ring that missed the agent sees it
+//   within the watchers' slice (manager-postgres.js's WATCH_SLICE_MS, 1 s),
+//   which test/postgres-ring.test.js takes away to check the ring alone.
+//   10 s allows an order of magnitude more for a loaded machine.
 // - SERVER_BOUND_MS: a fast shutdown, or a start (crash recovery is not
 //   needed: the shutdown is clean), under load.
 // - ADMIN_STATEMENT_MS: the admin connection's statements, each a lookup.
