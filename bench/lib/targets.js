@@ -387,8 +387,8 @@ function postgresTargets (rows, add, result) {
         flushShare(handoff, 'the release statement (its way to the server and the function\'s work) and the shim on both sides') +
         ' The function\'s work grows with the handoffs on the name: each grant and release leaves dead row versions that the ' +
         'next lookups step over, which vacuum cannot remove, nor index scans mark, while a transaction older than them runs in ' +
-        'the database: each agent\'s watcher waits for its neighbour\'s life lock in a statement that keeps its snapshot for ' +
-        'the whole wait (up to 30 s).'
+        'the database, such as a watcher\'s wait for its neighbour\'s life lock, whose statement keeps its snapshot for ' +
+        'its slice (1 s).'
     })
 
   const contention = [1, 100].map((names) => ({ names, row: rows.get(`postgres.contention.${names}.rate`) }))
