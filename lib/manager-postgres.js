@@ -556,6 +556,9 @@ class PostgresBackend {
   async end (session, leave) {
     session.lost = true
     clearInterval(session.keepalive)
+    // A close() that is the last thing a script does still leaves.
+    const stream = session.client.connection && session.client.connection.stream
+    if (leave && stream && typeof stream.ref === 'function') stream.ref()
     if (session.retarget !== null) session.retarget()
     try {
       if (leave) {

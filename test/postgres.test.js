@@ -143,6 +143,19 @@ describe('openLockManager (PostgreSQL)', function () {
       }
     });
 
+    it('a close() that is the last thing a script does finishes before Node exits: the agent leaves', async function () {
+      const scope = scopeName('last-close');
+      const code = `const { openLockManager } = require(${JSON.stringify(PKG)});
+        openLockManager(${JSON.stringify(scope)}, { postgres: ${JSON.stringify(url)} }).then(async (m) => {
+          await m.request('x', () => {});
+          m.close().then(() => console.log('closed'));
+        });`;
+      const out = childProcess.execFileSync(process.execPath, ['-e', code], { encoding: 'utf8', timeout: 20000 });
+      assert.equal(out.trim(), 'closed');
+      const { rows } = await admin.query('SELECT count(*)::int AS n FROM web_locks.agents WHERE scope = $1', [scope]);
+      assert.equal(rows[0].n, 0);
+    });
+
     it("says to install 'pg' when it is missing", function () {
       const hide = "const M = require('module'); const r = M._resolveFilename; " +
         "M._resolveFilename = function (n, ...a) { if (n === 'pg') { const e = new Error('no pg'); e.code = 'MODULE_NOT_FOUND'; throw e } return r.call(this, n, ...a) };";
