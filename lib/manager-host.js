@@ -144,4 +144,4 @@ function openHost (binding, { file, size, mode }) {
   return hostBackend(binding, handle, file)
 }
 
-module.exports = { hostTarget, openHost }
+module.exports = { hostTarget, openHost, isScope, SCOPE_MAX }

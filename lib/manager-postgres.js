@@ -21,12 +21,12 @@ const path = require('path')
 const { randomUUID } = require('crypto')
 const { DOMException, SafeTypeError, SafeRangeError, SafeBigInt } = require('./intrinsics.js')
 const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('./events.js')
+const { isScope, SCOPE_MAX } = require('./manager-host.js')
 
 const DEFAULT_SCHEMA = 'web_locks'
 const DEFAULT_KEEPALIVE_MS = 10000
 const MIN_KEEPALIVE_MS = 300
 const LAYOUT = 1
-const SCOPE_MAX = 100
 const IDENTIFIER_MAX = 63
 // The watcher waits in slices of this long: its statement holds a snapshot
 // while it waits, which holds back vacuum's horizon in the database (the
@@ -34,8 +34,6 @@ const IDENTIFIER_MAX = 63
 // release would step over more of them). Each slice also checks again who
 // the neighbour is: the safety net for a missed 'r' notification.
 const WATCH_SLICE_MS = 1000
-// PostgreSQL's SQLSTATE for a lock wait past lock_timeout.
-const LOCK_NOT_AVAILABLE = '55P03'
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20
 const CANCEL_WAIT_MS = 50
@@ -43,6 +41,7 @@ const CANCEL_WAIT_MS = 50
 // PostgreSQL's SQLSTATEs that this file acts on.
 const INSUFFICIENT_PRIVILEGE = '42501'
 const UNDEFINED_SETTING = '42704'
+const LOCK_NOT_AVAILABLE = '55P03' // a lock wait past lock_timeout
 const AGENT_GONE = 'WLGON'
 
 function fail (message) {
@@ -75,10 +74,6 @@ function schemaKey (schema) {
     h = Math.imul(h, 0x01000193) >>> 0
   }
   return (h & 0x7fffffff) || 1
-}
-
-function isScope (value) {
-  return typeof value === 'string' && value.length > 0 && value.length <= SCOPE_MAX && /^[A-Za-z0-9._-]+$/.test(value)
 }
 
 // The connection settings of openLockManager's `postgres` option: a
@@ -233,7 +228,8 @@ class Session {
   watcher = null
   watching = false
   watched = null
-  retarget = null
+  // Wakes the watch loop of an agent alone, when another joins.
+  wakeWatch = null
   // How many 'r' notifications it has had: one that comes while the watch
   // loop is not waiting must not be lost.
   notices = 0
@@ -407,7 +403,7 @@ class PostgresBackend {
     if (session !== this.current) return
     if (payload === 'r') {
       session.notices++
-      this.retarget(session)
+      this.neighbourJoined(session)
       return
     }
     const [id, kind, token] = payload.split(' ')
@@ -559,7 +555,7 @@ class PostgresBackend {
     // A close() that is the last thing a script does still leaves.
     const stream = session.client.connection && session.client.connection.stream
     if (leave && stream && typeof stream.ref === 'function') stream.ref()
-    if (session.retarget !== null) session.retarget()
+    if (session.wakeWatch !== null) session.wakeWatch()
     try {
       if (leave) {
         await this.stopWatching(session)
@@ -596,8 +592,8 @@ class PostgresBackend {
           // agent joined since the lookup began.
           if (session.watcher !== null) session.watcher.end().catch(ignore)
           session.watcher = null
-          if (session.notices === notices) await new Promise((resolve) => { session.retarget = resolve })
-          session.retarget = null
+          if (session.notices === notices) await new Promise((resolve) => { session.wakeWatch = resolve })
+          session.wakeWatch = null
           continue
         }
         if (session.watcher === null) session.watcher = await this.watcherFor(session)
@@ -660,8 +656,8 @@ class PostgresBackend {
   }
 
   // A new agent joined just after this one: watch it instead.
-  retarget (session) {
-    if (session.retarget !== null) session.retarget()
+  neighbourJoined (session) {
+    if (session.wakeWatch !== null) session.wakeWatch()
     else if (session.watching) this.call(session, this.sql.cancel, [session.watcher.processID]).catch(() => {})
   }
 }
