@@ -2,7 +2,7 @@
 -- abort, process the queue, snapshot, agent termination) as SQL functions,
 -- each one transaction, so that row locks on a name give the atomicity the
 -- native manager gets from its mutex. lib/manager-postgres.js runs this text
--- as one transaction, under a transaction-level advisory lock, with
+-- as one transaction, under the session-level advisory lock (@key@, 0), with
 -- @schema@ replaced by the quoted schema name and @key@ by the schema's
 -- advisory key (its own agents' life locks are (@key@, agent id)).
 --
