@@ -217,8 +217,10 @@ function statements (target) {
 // One session with PostgreSQL: an agent of the scope while it lasts.
 class Session {
   client
-  // Its calls, one after another: pg runs one query at a time per client.
-  queue = Promise.resolve()
+  // Its calls waiting to be sent, a list from first to last: pg runs one
+  // query at a time per client.
+  first = null
+  last = null
   // Whether a query is on its way, and since when (or when the last
   // answer came): the keepalive's clock.
   asking = false
@@ -359,16 +361,32 @@ class PostgresBackend {
 
   // A query on the session itself, after those before it, timed.
   ask (session, query) {
-    const result = session.queue.then(() => {
-      session.asking = true
-      session.since = Date.now()
-      return session.client.query(query)
+    return new Promise((resolve, reject) => {
+      const entry = { query, resolve, reject, next: null }
+      if (session.last === null) session.first = entry
+      else session.last.next = entry
+      session.last = entry
+      if (!session.asking) this.askNext(session)
     })
-    session.queue = result.then(ignore, ignore).then(() => {
+  }
+
+  askNext (session) {
+    const entry = session.first
+    session.since = Date.now()
+    if (entry === null) {
       session.asking = false
-      session.since = Date.now()
+      return
+    }
+    session.first = entry.next
+    if (session.first === null) session.last = null
+    session.asking = true
+    session.client.query(entry.query).then((result) => {
+      entry.resolve(result)
+      this.askNext(session)
+    }, (error) => {
+      entry.reject(error)
+      this.askNext(session)
     })
-    return result
   }
 
   // Every third of `keepalive`: a session whose query has had no answer for
@@ -430,7 +448,7 @@ class PostgresBackend {
     request.id = id
     this.requests.set(id, request)
     this.refresh()
-    const made = this.session().then((session) => {
+    const make = (session) => {
       if (this.requests.get(id) !== request) return // aborted or dropped meanwhile
       const values = [session.agent, id, Buffer.from(name, 'utf16le'), (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0]
       return this.call(session, this.sql.request, values).then(({ rows }) => {
@@ -448,11 +466,15 @@ class PostgresBackend {
           request.deliver(EV_UNAVAILABLE)
         }
       }, (error) => this.failed(session, request, error))
-    }, (error) => {
-      if (this.requests.get(id) !== request) return
-      this.forget(request)
-      request.drop(error)
-    })
+    }
+    // With a session, at once; else once one has joined.
+    const made = this.current !== null
+      ? make(this.current)
+      : this.session().then(make, (error) => {
+        if (this.requests.get(id) !== request) return
+        this.forget(request)
+        request.drop(error)
+      })
     this.making.set(id, made)
     made.then(() => this.making.delete(id))
     return -1
