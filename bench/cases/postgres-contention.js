@@ -20,11 +20,10 @@
 // pg_advisory_lock($1) / pg_advisory_unlock($1) on one pg.Client per
 // process (one connection each), the key of the name.
 
-const fs = require('fs')
 const path = require('path')
 const { open } = require('../lib/references')
 const { measure } = require('../lib/measure')
-const { HangError, hostNs, progress, startProcesses, stopProcesses } = require('../lib/processes')
+const { HangError, hostNs, progress, startProcesses, stopProcesses, contend } = require('../lib/processes')
 const pgBench = require('../lib/postgres')
 
 const PROCS = 50
@@ -44,13 +43,6 @@ function points (opts) {
     timeoutMs: opts.quick ? 90000 : 180000,
     impls: ['web-locks-postgres', 'pg-advisory']
   }))
-}
-
-// A little CPU work, the same as in the thread case (contention.js).
-function work () {
-  let x = 1
-  for (let i = 0; i < 200; i++) x = (x * 1103515245 + 12345) | 0
-  return x
 }
 
 async function run ({ procs: count, names, ms, hangMs }, implId, ctx) {
@@ -144,39 +136,10 @@ async function proc ({ me, impl, scope, place }) {
     const locks = await open(impl, { place, scope })
     request = (name, callback) => locks.request(name, callback)
   }
-  let marker = null
-  let stopAt = 0
-  let ops = 0
-  let violations = 0
-  const callback = () => {
-    if (hostNs() < stopAt) ops++
-    let fd
-    try {
-      fd = fs.openSync(marker, 'wx')
-    } catch (error) {
-      if (error.code !== 'EEXIST') throw error
-      violations++ // another process is inside; it removes the marker
-      work()
-      return
-    }
-    fs.closeSync(fd)
-    work()
-    fs.unlinkSync(marker)
-  }
-  process.on('message', async (go) => {
-    stopAt = go.stopAt
-    ops = 0
-    violations = 0
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, (go.startAt - hostNs()) / 1e6 - 2)))
-    while (hostNs() < go.startAt) continue
-    while (hostNs() < stopAt) {
-      const i = go.names === 1 ? 0 : Math.floor(Math.random() * go.names)
-      marker = path.join(go.dir, `inside-${go.prefix}${i}`)
-      await request(`${go.prefix}${i}`, callback)
-    }
-    process.send({ round: go.round, ops, violations })
+  contend(request, (go) => {
+    const i = go.names === 1 ? 0 : Math.floor(Math.random() * go.names)
+    return { name: `${go.prefix}${i}`, file: path.join(go.dir, `inside-${go.prefix}${i}`) }
   })
-  process.send('ready')
 }
 
 function rows (get) {

@@ -11,11 +11,10 @@
 // waiting long after the stop (a lost wake-up leaves one, and everyone
 // behind it, waiting for ever) makes the point 'hangs'.
 
-const fs = require('fs')
 const path = require('path')
 const { open } = require('../lib/references')
 const { measure } = require('../lib/measure')
-const { HangError, hostNs, startProcesses, stopProcesses } = require('../lib/processes')
+const { HangError, hostNs, startProcesses, stopProcesses, contend } = require('../lib/processes')
 const { scopeRow } = require('../lib/scope')
 
 const IMPLS = ['web-locks-scope', 'proper-lockfile']
@@ -36,13 +35,6 @@ function points (opts) {
     scratch: true,
     impls: IMPLS
   }))
-}
-
-// A little CPU work, the same as in the thread case (contention.js).
-function work () {
-  let x = 1
-  for (let i = 0; i < 200; i++) x = (x * 1103515245 + 12345) | 0
-  return x
 }
 
 async function run ({ procs: count, ms, hangMs }, implId, ctx) {
@@ -95,37 +87,7 @@ async function scopeState (implId, dir, scope, name) {
 // In each process.
 async function proc ({ impl, dir, scope }) {
   const locks = await open(impl, { dir, scope })
-  let marker = null
-  let stopAt = 0
-  let ops = 0
-  let violations = 0
-  const callback = () => {
-    if (hostNs() < stopAt) ops++
-    let fd
-    try {
-      fd = fs.openSync(marker, 'wx')
-    } catch (error) {
-      if (error.code !== 'EEXIST') throw error
-      violations++ // another process is inside; it removes the marker
-      work()
-      return
-    }
-    fs.closeSync(fd)
-    work()
-    fs.unlinkSync(marker)
-  }
-  process.on('message', async (go) => {
-    marker = go.marker
-    stopAt = go.stopAt
-    ops = 0
-    violations = 0
-    // All start at once: a timer to just before the start, then a spin.
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, (go.startAt - hostNs()) / 1e6 - 2)))
-    while (hostNs() < go.startAt) continue
-    while (hostNs() < stopAt) await locks.request(go.name, callback)
-    process.send({ round: go.round, ops, violations })
-  })
-  process.send('ready')
+  contend((name, callback) => locks.request(name, callback), (go) => ({ name: go.name, file: go.marker }))
 }
 
 function rows (get) {

@@ -7,6 +7,7 @@
 // them reports, and every wait here has a limit past which it throws a
 // HangError (reported as 'hangs') instead of waiting for ever.
 
+const fs = require('fs')
 const path = require('path')
 const { fork } = require('child_process')
 
@@ -114,4 +115,53 @@ async function stopProcesses (procs) {
   clearTimeout(timer)
 }
 
-module.exports = { HangError, hostNs, progress, startProcess, startProcesses, stopProcesses }
+// A little CPU work, the same as in the thread case (contention.js).
+function work () {
+  let x = 1
+  for (let i = 0; i < 200; i++) x = (x * 1103515245 + 12345) | 0
+  return x
+}
+
+// A contending process's side of each round: from the round's common start
+// to its end, request(name, callback) again and again, with the name and
+// the marker file that pick(round) gives; the callback O_EXCL-creates the
+// marker (a second holder finds it there: a violation), does the same small
+// work and removes it. Each round answers { round, ops, violations }.
+function contend (request, pick) {
+  let marker = null
+  let stopAt = 0
+  let ops = 0
+  let violations = 0
+  const callback = () => {
+    if (hostNs() < stopAt) ops++
+    let fd
+    try {
+      fd = fs.openSync(marker, 'wx')
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error
+      violations++ // another process is inside; it removes the marker
+      work()
+      return
+    }
+    fs.closeSync(fd)
+    work()
+    fs.unlinkSync(marker)
+  }
+  process.on('message', async (go) => {
+    stopAt = go.stopAt
+    ops = 0
+    violations = 0
+    // All start at once: a timer to just before the start, then a spin.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, (go.startAt - hostNs()) / 1e6 - 2)))
+    while (hostNs() < go.startAt) continue
+    while (hostNs() < stopAt) {
+      const { name, file } = pick(go)
+      marker = file
+      await request(name, callback)
+    }
+    process.send({ round: go.round, ops, violations })
+  })
+  process.send('ready')
+}
+
+module.exports = { HangError, hostNs, progress, startProcess, startProcesses, stopProcesses, work, contend }
