@@ -30,11 +30,8 @@ const { open } = require('../lib/references')
 const { measure } = require('../lib/measure')
 const { percentile } = require('../lib/stats')
 const { hostNs, progress, startProcesses, stopProcesses } = require('../lib/processes')
-const { handoffs, signalsOf, HOLD_MS, SPIN_READS } = require('./scope-handoff')
+const { handoffs, handoffRounds, HOLD_MS } = require('./scope-handoff')
 const pgBench = require('../lib/postgres')
-
-const QUEUED = 0
-const DONE = 1
 
 function points (opts) {
   return [{
@@ -105,45 +102,20 @@ async function run ({ n }, implId, ctx) {
 // In each process.
 async function proc ({ me, impl, scope, place }) {
   if (impl === 'pg-notify') return notifyProc({ me, place })
-  const other = 1 - me
   const locks = await open(impl, { place, scope })
-  let signals = null
-  const nap = new Int32Array(new SharedArrayBuffer(4))
-  let holds = null
-  let k = 0
-  let entered = false
-  const callback = () => {
-    const entry = hostNs()
-    entered = true
-    signals.set(me, QUEUED, 0)
-    // Hold until the other's next request is in the database's queue (or
-    // it is done), 100 ms at most: a few reads, then 20 µs naps.
-    const until = entry + HOLD_MS * 1e6
-    for (let reads = 0; !signals.ready(other) && hostNs() < until; reads++) {
-      if (reads >= SPIN_READS) Atomics.wait(nap, 0, 0, 0.02)
-    }
-    holds[k++] = entry
-    holds[k++] = hostNs()
-  }
-  process.on('message', async ({ round, name, n, signals: file }) => {
-    signals = signalsOf(file)
-    holds = new Float64Array(2 * n)
-    k = 0
-    for (let j = 0; j < n; j++) {
-      entered = false
-      const p = locks.request(name, callback)
-      // Its call is done once query()'s, which follows it, is: queued
-      // there, unless it was granted at once (its callback ran or will run
-      // first, and then the other process is not holding).
-      await locks.query()
-      if (!entered) signals.set(me, QUEUED, 1)
-      await p
-    }
-    signals.set(me, DONE, 1)
-    signals.close()
-    process.send({ round, holds: holds.subarray(0, k) })
+  handoffRounds(me, async (name, callback, queued) => {
+    let entered = false
+    const p = locks.request(name, () => {
+      entered = true
+      callback()
+    })
+    // Its call is done once query()'s, which follows it, is: queued there,
+    // unless it was granted at once (its callback ran or will run first,
+    // and then the other process is not holding).
+    await locks.query()
+    if (!entered) queued()
+    return p
   })
-  process.send('ready')
 }
 
 // The reference: process 0 notifies 1, which answers; each message carries

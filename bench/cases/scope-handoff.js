@@ -124,17 +124,19 @@ function signalsOf (file) {
   }
 }
 
-// In each process.
-async function proc ({ me, impl, dir, scope }) {
-  if (impl === 'socket') return socketProc({ me, dir })
+// A process's side of the rounds of handoffs: its callback holds each
+// grant until the other process's next request is queued (or it is done),
+// HOLD_MS at most, and records when it held it. queue(name, callback,
+// queued) makes one request, calls queued() once the request is in its
+// manager's queue (not if it was granted at once), and gives its promise.
+// Returns queued, for a manager that tells it on its own.
+function handoffRounds (me, queue) {
   const other = 1 - me
-  let signals = null
-  // proper-lockfile: queued once an attempt found the lock taken.
-  const onBusy = () => signals.set(me, QUEUED, 1)
-  const locks = await open(impl, { dir, scope, onBusy })
   const nap = new Int32Array(new SharedArrayBuffer(4))
+  let signals = null
   let holds = null
   let k = 0
+  const queued = () => signals.set(me, QUEUED, 1)
   const callback = () => {
     const entry = hostNs()
     signals.set(me, QUEUED, 0)
@@ -152,16 +154,26 @@ async function proc ({ me, impl, dir, scope }) {
     signals = signalsOf(file)
     holds = new Float64Array(2 * n)
     k = 0
-    for (let j = 0; j < n; j++) {
-      const p = locks.request(name, callback)
-      if (impl !== 'proper-lockfile') signals.set(me, QUEUED, 1)
-      await p
-    }
+    for (let j = 0; j < n; j++) await queue(name, callback, queued)
     signals.set(me, DONE, 1)
     signals.close()
     process.send({ round, holds: holds.subarray(0, k) })
   })
   process.send('ready')
+  return queued
+}
+
+// In each process.
+async function proc ({ me, impl, dir, scope }) {
+  if (impl === 'socket') return socketProc({ me, dir })
+  // proper-lockfile: queued once an attempt found the lock taken.
+  let onBusy = null
+  const locks = await open(impl, { dir, scope, onBusy: () => onBusy() })
+  onBusy = handoffRounds(me, (name, callback, queued) => {
+    const p = locks.request(name, callback)
+    if (impl !== 'proper-lockfile') queued()
+    return p
+  })
 }
 
 // The floor: process 0 listens on a Unix socket, 1 connects; each 8-byte
@@ -227,6 +239,7 @@ function rows (get) {
 }
 
 module.exports = {
+  handoffRounds,
   section: 'handoff of one exclusive lock between 2 processes (one way: holder returns -> waiter called; floor: Unix socket)',
   table: 'scope',
   points,
@@ -234,7 +247,5 @@ module.exports = {
   proc,
   rows,
   handoffs,
-  signalsOf,
-  HOLD_MS,
-  SPIN_READS
+  HOLD_MS
 }
