@@ -93,6 +93,11 @@ export interface PostgresLockManagerOptions {
    * created on first use.
    */
   schema?: string
+  /**
+   * Milliseconds (at least 300, default 10000) within which a cut-off side
+   * learns that its session is lost, and the server ends a silent session.
+   */
+  keepalive?: number
 }
 
 /**

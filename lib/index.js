@@ -530,8 +530,9 @@ function closeAll () {
 // Each call with `postgres` joins as a new agent.
 function openLockManager (scope, options) {
   try {
-    if (options !== null && typeof options === 'object' && options.postgres !== undefined) {
-      const target = postgresTarget(scope, options)
+    const postgres = options !== null && typeof options === 'object' ? options.postgres : undefined
+    if (postgres !== undefined) {
+      const target = postgresTarget(scope, postgres, options)
       return PromisePrototypeThen(openPostgres(target), (backend) => new LockManager(kToken, backend))
     }
     const target = hostTarget(scope, options)

@@ -98,13 +98,14 @@ function toKeepalive (value = DEFAULT_KEEPALIVE_MS) {
 }
 
 // Where the scope's manager lives: { scope, schema, key, config, pool,
-// keepalive }. Throws a TypeError or RangeError for bad arguments.
-function postgresTarget (scope, options) {
+// keepalive }, from the options, whose `postgres` the caller has read.
+// Throws a TypeError or RangeError for bad arguments.
+function postgresTarget (scope, postgres, options) {
   if (!isScope(scope)) {
     throw new SafeTypeError(fail(`the scope must be 1 to ${SCOPE_MAX} letters, digits, '.', '_' or '-'.`))
   }
   const schema = toSchema(options.schema)
-  const { config, pool } = toConnection(options.postgres)
+  const { config, pool } = toConnection(postgres)
   const keepalive = toKeepalive(options.keepalive)
   return { scope, schema, key: schemaKey(schema), config, pool, keepalive }
 }

@@ -77,7 +77,7 @@ export async function shared (): Promise<void> {
   await closed
   await asManager.query()
   await webLocks.openLockManager('app')
-  const db = await webLocks.openLockManager('app', { postgres: 'postgres://app@db/app', schema: 'locks' })
+  const db = await webLocks.openLockManager('app', { postgres: 'postgres://app@db/app', schema: 'locks', keepalive: 5000 })
   await db.close()
   await webLocks.openLockManager('app', { postgres: { host: 'db', user: 'app' } })
   const sql: string = webLocks.postgresSchema('locks')
