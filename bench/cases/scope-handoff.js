@@ -27,7 +27,7 @@ const path = require('path')
 const { open } = require('../lib/references')
 const { measure } = require('../lib/measure')
 const { percentile } = require('../lib/stats')
-const { HangError, hostNs, startProcesses, stopProcesses } = require('../lib/processes')
+const { hostNs, startProcesses, stopProcesses } = require('../lib/processes')
 const { scopeRow } = require('../lib/scope')
 
 const QUEUED = 0
