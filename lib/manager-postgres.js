@@ -204,7 +204,7 @@ function statements (target) {
   const named = (name, text) => ({ name: `web_locks_${target.key}_${name}`, text })
   return {
     join: named('join', `SELECT ${q}.join($1, $2) AS agent`),
-    request: named('request', `SELECT state, token FROM ${q}.request($1, $2, $3, $4, $5, $6)`),
+    request: named('request', `SELECT ${q}.request($1, $2, $3, $4, $5, $6, $7, $8) AS token`),
     release: named('release', `SELECT ${q}.remove($1, $2, true) AS held`),
     abort: named('abort', `SELECT ${q}.remove($1, $2, false) AS removed`),
     leave: named('leave', `SELECT ${q}.leave($1)`),
@@ -451,11 +451,15 @@ class PostgresBackend {
     this.refresh()
     const make = (session) => {
       if (this.requests.get(id) !== request) return // aborted or dropped meanwhile
-      const values = [session.agent, id, Buffer.from(name, 'utf16le'), (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0]
+      const values = [session.agent, id, this.target.scope, Buffer.from(name, 'utf16le'),
+        (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0, this.target.pool !== null]
       return this.call(session, this.sql.request, values).then(({ rows }) => {
         if (this.requests.get(id) !== request) return
-        const { state, token } = rows[0]
-        if (state === 1) {
+        // Its token if granted, '0' if queued, null if not available.
+        const { token } = rows[0]
+        if (token === null) {
+          request.deliver(EV_UNAVAILABLE)
+        } else if (token !== '0') {
           request.token = SafeBigInt(token)
           if (this.stolenEarly.delete(id)) {
             this.forget(request)
@@ -463,8 +467,6 @@ class PostgresBackend {
           } else {
             request.deliver(EV_GRANTED)
           }
-        } else if (state === 2) {
-          request.deliver(EV_UNAVAILABLE)
         }
       }, (error) => this.failed(session, request, error))
     }

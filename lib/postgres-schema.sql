@@ -26,9 +26,11 @@ CREATE TABLE @schema@.meta (
 --
 -- Agent ids are the second half of an advisory key: int4, reused after 2^31.
 CREATE SEQUENCE @schema@.agent_ids AS integer MINVALUE 1 CYCLE;
--- Queue order.
-CREATE SEQUENCE @schema@.request_ids AS bigint;
--- Fencing tokens: strictly increasing across every grant in the schema.
+-- Fencing tokens, strictly increasing across every grant in the schema,
+-- and queue order: a request takes a value when it is made (its id; its
+-- token too if it is granted at once) and one more if it is granted later.
+-- One sequence, so that an uncontended request takes one value: a logged
+-- sequence writes WAL every 32 values, and that commit waits for the flush.
 CREATE SEQUENCE @schema@.tokens AS bigint;
 
 -- One row per agent: a thread that opened a scope. It lives while its
@@ -56,16 +58,17 @@ CREATE UNLOGGED TABLE @schema@.names (
 
 -- Held locks (token set) and queued requests (token null, in id order).
 -- local_id is the agent's own number for the request: notifications name it.
+-- Indexed only as the spec's steps look: each index entry is one more write
+-- per request.
 CREATE UNLOGGED TABLE @schema@.requests (
-  id bigint PRIMARY KEY,
-  name_id bigint NOT NULL,
   agent integer NOT NULL,
   local_id bigint NOT NULL,
+  id bigint NOT NULL,
+  name_id bigint NOT NULL,
   shared boolean NOT NULL,
   token bigint,
-  UNIQUE (agent, local_id)
+  PRIMARY KEY (agent, local_id)
 );
-CREATE INDEX ON @schema@.requests (name_id, id);
 -- A name's held locks, and its queue in order, each found without reading
 -- the other: process() looks for both at every release, however long the
 -- queue.
@@ -78,43 +81,40 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT 'web_locks.@key@.' || p_agent $$;
 
 -- Grants what the queue of a locked name allows (spec 4.4): the first
 -- requests while each is grantable. Each grant gets the next token and is
--- notified to its agent as '<local id> g <token>'.
+-- notified to its agent as '<local id> g <token>'. Every statement is
+-- planned to stop at its first row (LIMIT 1, a primary key): the queue may
+-- be long, and a plan made when the table was small must stay right.
 CREATE FUNCTION @schema@.process(p_name bigint) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
-  any_held boolean;
-  exclusive_held boolean;
-  r record;
-  t bigint;
+  head bigint;
+  head_agent integer;
+  head_local bigint;
+  head_shared boolean;
+  -- Null if nothing is held: the held locks of a name are one exclusive or
+  -- any number of shared, so any one of them tells which.
+  held_exclusive boolean;
+  notified integer;
 BEGIN
-  -- A name's held locks are one exclusive or any number of shared: any one
-  -- of them tells which (LIMIT 1: an index scan that stops at the first; a
-  -- count would read, by a bitmap scan, every entry the name's churn left in
-  -- the index since the last vacuum).
-  SELECT NOT shared INTO exclusive_held FROM @schema@.requests
-    WHERE name_id = p_name AND token IS NOT NULL LIMIT 1;
-  any_held := FOUND;
-  exclusive_held := coalesce(exclusive_held, false);
-  LOOP
-    -- The first request of the queue, one at a time: with LIMIT 1 the plan
-    -- walks the queue's index in order and stops at once, where a query for
-    -- the whole queue may be planned (on statistics of when the table was
-    -- small, or none) as a scan and sort of every request of the name.
-    SELECT id, agent, local_id, shared INTO r FROM @schema@.requests
+  SELECT q.id, q.agent, q.local_id, q.shared, (SELECT NOT h.shared FROM @schema@.requests h
+      WHERE h.name_id = p_name AND h.token IS NOT NULL LIMIT 1)
+    INTO head, head_agent, head_local, head_shared, held_exclusive
+    FROM @schema@.requests q WHERE q.name_id = p_name AND q.token IS NULL ORDER BY q.id LIMIT 1;
+  WHILE head IS NOT NULL AND (held_exclusive IS NULL OR (NOT held_exclusive AND head_shared)) LOOP
+    WITH granted AS (
+      UPDATE @schema@.requests SET token = nextval('@schema@.tokens')
+        WHERE agent = head_agent AND local_id = head_local
+        RETURNING agent, local_id, token)
+    SELECT count(pg_notify(@schema@.channel(agent), local_id || ' g ' || token)) INTO notified FROM granted;
+    EXIT WHEN NOT head_shared;
+    held_exclusive := false;
+    SELECT id, agent, local_id, shared INTO head, head_agent, head_local, head_shared FROM @schema@.requests
       WHERE name_id = p_name AND token IS NULL ORDER BY id LIMIT 1;
-    EXIT WHEN NOT FOUND;
-    IF exclusive_held OR (any_held AND NOT r.shared) THEN
-      RETURN;
-    END IF;
-    t := nextval('@schema@.tokens');
-    UPDATE @schema@.requests SET token = t WHERE id = r.id;
-    PERFORM pg_notify(@schema@.channel(r.agent), r.local_id || ' g ' || t);
-    any_held := true;
-    exclusive_held := NOT r.shared;
   END LOOP;
 END $$;
 
--- The row of a name, locked; made on first use.
+-- The row of a name, locked, made on first use: request()'s way when the
+-- name is not in use.
 CREATE FUNCTION @schema@.lock_name(p_scope text, p_name bytea) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -132,46 +132,52 @@ BEGIN
 END $$;
 
 -- Request a lock (spec 4.1, from "queue the following steps to the lock task
--- queue"). state: 0 queued, 1 granted now (with its token), 2 not available
--- (ifAvailable). Robbed holders are notified '<local id> s'. An agent that
--- has been ended (its session was lost) gets SQLSTATE WLGON.
-CREATE FUNCTION @schema@.request(p_agent integer, p_local bigint, p_name bytea,
-    p_shared boolean, p_if_available boolean, p_steal boolean,
-    OUT state integer, OUT token bigint)
+-- queue"), for an agent of p_scope. Returns its token if it is granted now,
+-- 0 if it is queued, null if it is not available (ifAvailable). Robbed
+-- holders are notified '<local id> s'. Its statements are few: the cost of
+-- a call is mostly theirs.
+--
+-- p_pooled: the call does not come on the agent's session, which may have
+-- ended meanwhile; its row is then locked (leave() locks it to end it) and
+-- an agent that has been ended gets SQLSTATE WLGON. A call on the session
+-- needs no such check: the session is the agent's life.
+CREATE FUNCTION @schema@.request(p_agent integer, p_local bigint, p_scope text, p_name bytea,
+    p_shared boolean, p_if_available boolean, p_steal boolean, p_pooled boolean) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-  a_scope text;
   n bigint;
-  r record;
-  blocked boolean;
+  v bigint;
+  t bigint;
+  notified integer;
 BEGIN
-  SELECT scope INTO a_scope FROM @schema@.agents WHERE id = p_agent FOR KEY SHARE;
+  IF p_pooled THEN
+    PERFORM FROM @schema@.agents WHERE id = p_agent FOR KEY SHARE;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'web-locks: agent % has been ended', p_agent USING ERRCODE = 'WLGON';
+    END IF;
+  END IF;
+  SELECT id INTO n FROM @schema@.names WHERE scope = p_scope AND digest = sha256(p_name) FOR UPDATE;
   IF NOT FOUND THEN
-    RAISE EXCEPTION 'web-locks: agent % has been ended', p_agent USING ERRCODE = 'WLGON';
+    n := @schema@.lock_name(p_scope, p_name);
   END IF;
-  n := @schema@.lock_name(a_scope, p_name);
   IF p_steal THEN
-    FOR r IN DELETE FROM @schema@.requests WHERE name_id = n AND requests.token IS NOT NULL
-        RETURNING agent, local_id LOOP
-      PERFORM pg_notify(@schema@.channel(r.agent), r.local_id || ' s');
-    END LOOP;
-    blocked := false;
-  ELSE
-    SELECT EXISTS (SELECT 1 FROM @schema@.requests q WHERE q.name_id = n
-        AND (q.token IS NULL OR NOT p_shared OR NOT q.shared))
-      INTO blocked;
+    WITH robbed AS (
+      DELETE FROM @schema@.requests WHERE name_id = n AND token IS NOT NULL
+        RETURNING agent, local_id)
+    SELECT count(pg_notify(@schema@.channel(agent), local_id || ' s')) INTO notified FROM robbed;
   END IF;
-  IF NOT blocked THEN
-    state := 1;
-    token := nextval('@schema@.tokens');
-  ELSIF p_if_available THEN
-    state := 2;
-    RETURN;
-  ELSE
-    state := 0;
-  END IF;
-  INSERT INTO @schema@.requests (id, name_id, agent, local_id, shared, token)
-    VALUES (nextval('@schema@.request_ids'), n, p_agent, p_local, p_shared, request.token);
+  v := nextval('@schema@.tokens');
+  -- Granted unless something is queued or a held lock conflicts; a thief
+  -- goes first. Not inserted if it would wait and may not.
+  INSERT INTO @schema@.requests (agent, local_id, id, name_id, shared, token)
+    SELECT p_agent, p_local, v, n, p_shared, CASE WHEN blocked THEN NULL ELSE v END
+    FROM (SELECT NOT p_steal AND (
+        EXISTS (SELECT 1 FROM @schema@.requests q WHERE q.name_id = n AND q.token IS NULL)
+        OR EXISTS (SELECT 1 FROM @schema@.requests q WHERE q.name_id = n AND q.token IS NOT NULL
+          AND NOT (p_shared AND q.shared))) AS blocked) s
+    WHERE NOT (blocked AND p_if_available)
+    RETURNING coalesce(token, 0) INTO t;
+  RETURN t;
 END $$;
 
 -- Takes an agent's request out of its manager, if it is held (p_held) or
@@ -182,18 +188,28 @@ CREATE FUNCTION @schema@.remove(p_agent integer, p_local bigint, p_held boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
   n bigint;
+  queued boolean;
 BEGIN
-  SELECT name_id INTO n FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local;
+  SELECT id INTO n FROM @schema@.names
+    WHERE id = (SELECT name_id FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local)
+    FOR UPDATE;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  PERFORM 1 FROM @schema@.names WHERE id = n FOR UPDATE;
-  DELETE FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local
-    AND (token IS NOT NULL) = p_held;
+  -- Whether anything else waits (this statement does not see its own
+  -- delete): if not, there is nothing to process.
+  WITH gone AS (
+    DELETE FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local
+      AND (token IS NOT NULL) = p_held
+      RETURNING id)
+  SELECT EXISTS (SELECT 1 FROM @schema@.requests q WHERE q.name_id = n AND q.token IS NULL AND q.id <> gone.id)
+    INTO queued FROM gone;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  PERFORM @schema@.process(n);
+  IF queued THEN
+    PERFORM @schema@.process(n);
+  END IF;
   RETURN true;
 END $$;
 

@@ -79,7 +79,7 @@ describe('openLockManager (PostgreSQL): sweeps', function () {
     for (const n of ['n1', 'n2', 'n1', 'n2']) {
       const { rows } = await admin.query(`INSERT INTO ${q}.agents (id, scope, client_id, pid) VALUES (nextval('${q}.agent_ids'), $1, $2, 0) RETURNING id`, [scope, `ended-${agents.length}`]);
       const id = rows[0].id;
-      await admin.query(`SELECT ${q}.request($1, 1, $2, false, false, false)`, [id, name(n)]);
+      await admin.query(`SELECT ${q}.request($1, 1, $2, $3, false, false, false, true)`, [id, scope, name(n)]);
       agents.push(id);
     }
     // A third connection holds n1: the first sweep waits for it with the
