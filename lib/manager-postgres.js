@@ -29,11 +29,14 @@ const MIN_KEEPALIVE_MS = 300
 const LAYOUT = 1
 const IDENTIFIER_MAX = 63
 // The watcher waits in slices of this long: its statement holds a snapshot
-// while it waits, which holds back vacuum's horizon in the database (the
-// dead row versions of every grant and release would pile up, and each
-// release would step over more of them). Each slice also checks again who
+// while it waits, which holds back vacuum's horizon in the database: the
+// row versions that grants and releases leave behind cannot be cleaned
+// meanwhile, and each request and release steps over those of its name
+// (measured on a hand-off between two processes, the request and release
+// calls took 235 and 205 us in the server with 1 s slices, 126 and 124 us
+// with these, 87 and 107 with 100 ms). Each slice also checks again who
 // the neighbour is: the safety net for a missed 'r' notification.
-const WATCH_SLICE_MS = 1000
+const WATCH_SLICE_MS = 250
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20
 const CANCEL_WAIT_MS = 50

@@ -61,7 +61,7 @@ describe('openLockManager (PostgreSQL): the ring of watchers', function () {
     ({ Client } = require('pg'));
     ({ url } = await postgres());
   });
-  // The watchers' waits come in slices of a second, each of which also
+  // The watchers' waits come in slices of 250 ms, each of which also
   // looks again at who the neighbour is: a safety net that would hide a
   // ring that missed an agent. This process's watchers wait in slices of
   // 25 s here, so the ring alone must see each death.
