@@ -69,10 +69,18 @@ CREATE UNLOGGED TABLE @schema@.requests (
   token bigint,
   PRIMARY KEY (agent, local_id)
 );
--- A name's held locks, and its queue in order, each found without reading
--- the other: process() looks for both at every release, however long the
--- queue.
-CREATE INDEX ON @schema@.requests (name_id) WHERE token IS NOT NULL;
+-- A name's held locks, newest grant last, and its queue in order, each
+-- found without reading the other. Each grant and release leaves a dead
+-- entry in them, which stays until vacuum's horizon passes it (see the
+-- watcher's slices in lib/manager-postgres.js), so the steps look where
+-- the live entries are: the newest held lock first, and the queue after a
+-- bound. Queue order makes that bound: a request is granted from the queue
+-- only after every request queued before it, and granted at once only when
+-- nothing is queued, so every queued request has a greater id than a held
+-- lock's (a thief, granted ahead of the queue, has the id 0). And a name
+-- with nothing held has nothing queued: every step that frees a name
+-- processes its queue.
+CREATE INDEX ON @schema@.requests (name_id, token) WHERE token IS NOT NULL;
 CREATE INDEX ON @schema@.requests (name_id, id) WHERE token IS NULL;
 
 -- An agent's notification channel.
@@ -81,10 +89,12 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT 'web_locks.@key@.' || p_agent $$;
 
 -- Grants what the queue of a locked name allows (spec 4.4): the first
 -- requests while each is grantable. Each grant gets the next token and is
--- notified to its agent as '<local id> g <token>'. Every statement is
--- planned to stop at its first row (LIMIT 1, a primary key): the queue may
--- be long, and a plan made when the table was small must stay right.
-CREATE FUNCTION @schema@.process(p_name bigint) RETURNS void
+-- notified to its agent as '<local id> g <token>'. Every queued request has
+-- an id above p_after; p_free says that nothing is held (the caller has
+-- just released an exclusive lock). Every statement is planned to stop at
+-- its first row (LIMIT 1, a primary key): the queue may be long, and a plan
+-- made when the table was small must stay right.
+CREATE FUNCTION @schema@.process(p_name bigint, p_after bigint, p_free boolean) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
   head bigint;
@@ -96,10 +106,15 @@ DECLARE
   held_exclusive boolean;
   notified integer;
 BEGIN
-  SELECT q.id, q.agent, q.local_id, q.shared, (SELECT NOT h.shared FROM @schema@.requests h
-      WHERE h.name_id = p_name AND h.token IS NOT NULL LIMIT 1)
-    INTO head, head_agent, head_local, head_shared, held_exclusive
-    FROM @schema@.requests q WHERE q.name_id = p_name AND q.token IS NULL ORDER BY q.id LIMIT 1;
+  SELECT id, agent, local_id, shared INTO head, head_agent, head_local, head_shared
+    FROM @schema@.requests WHERE name_id = p_name AND token IS NULL AND id > p_after ORDER BY id LIMIT 1;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  IF NOT p_free THEN
+    SELECT NOT shared INTO held_exclusive FROM @schema@.requests
+      WHERE name_id = p_name AND token IS NOT NULL ORDER BY token DESC LIMIT 1;
+  END IF;
   WHILE head IS NOT NULL AND (held_exclusive IS NULL OR (NOT held_exclusive AND head_shared)) LOOP
     WITH granted AS (
       UPDATE @schema@.requests SET token = nextval('@schema@.tokens')
@@ -109,7 +124,7 @@ BEGIN
     EXIT WHEN NOT head_shared;
     held_exclusive := false;
     SELECT id, agent, local_id, shared INTO head, head_agent, head_local, head_shared FROM @schema@.requests
-      WHERE name_id = p_name AND token IS NULL ORDER BY id LIMIT 1;
+      WHERE name_id = p_name AND token IS NULL AND id > head ORDER BY id LIMIT 1;
   END LOOP;
 END $$;
 
@@ -167,14 +182,18 @@ BEGIN
     SELECT count(pg_notify(@schema@.channel(agent), local_id || ' s')) INTO notified FROM robbed;
   END IF;
   v := nextval('@schema@.tokens');
-  -- Granted unless something is queued or a held lock conflicts; a thief
-  -- goes first. Not inserted if it would wait and may not.
+  -- Granted unless the newest held lock conflicts or, if it does not, a
+  -- request is queued (after it); a thief, whose robbed locks this
+  -- statement does not see, goes first. Not inserted if it would wait and
+  -- may not.
   INSERT INTO @schema@.requests (agent, local_id, id, name_id, shared, token)
-    SELECT p_agent, p_local, v, n, p_shared, CASE WHEN blocked THEN NULL ELSE v END
-    FROM (SELECT NOT p_steal AND (
-        EXISTS (SELECT 1 FROM @schema@.requests q WHERE q.name_id = n AND q.token IS NULL)
-        OR EXISTS (SELECT 1 FROM @schema@.requests q WHERE q.name_id = n AND q.token IS NOT NULL
-          AND NOT (p_shared AND q.shared))) AS blocked) s
+    SELECT p_agent, p_local, CASE WHEN p_steal THEN 0 ELSE v END, n, p_shared,
+        CASE WHEN blocked THEN NULL ELSE v END
+    FROM (SELECT h.id IS NOT NULL AND (NOT (p_shared AND h.shared)
+          OR EXISTS (SELECT 1 FROM @schema@.requests q WHERE q.name_id = n AND q.token IS NULL AND q.id > h.id))
+          AS blocked
+        FROM (VALUES (1)) one LEFT JOIN LATERAL (SELECT id, shared FROM @schema@.requests
+          WHERE name_id = n AND token IS NOT NULL ORDER BY token DESC LIMIT 1) h ON true) s
     WHERE NOT (blocked AND p_if_available)
     RETURNING coalesce(token, 0) INTO t;
   RETURN t;
@@ -188,6 +207,8 @@ CREATE FUNCTION @schema@.remove(p_agent integer, p_local bigint, p_held boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
   n bigint;
+  after bigint;
+  free boolean;
   queued boolean;
 BEGIN
   SELECT id INTO n FROM @schema@.names
@@ -197,18 +218,21 @@ BEGIN
     RETURN false;
   END IF;
   -- Whether anything else waits (this statement does not see its own
-  -- delete): if not, there is nothing to process.
+  -- delete): if not, there is nothing to process. After a held lock, the
+  -- queue starts past its id.
   WITH gone AS (
     DELETE FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local
       AND (token IS NOT NULL) = p_held
-      RETURNING id)
-  SELECT EXISTS (SELECT 1 FROM @schema@.requests q WHERE q.name_id = n AND q.token IS NULL AND q.id <> gone.id)
-    INTO queued FROM gone;
+      RETURNING id, shared)
+  SELECT CASE WHEN p_held THEN gone.id ELSE 0 END, p_held AND NOT gone.shared,
+      EXISTS (SELECT 1 FROM @schema@.requests q WHERE q.name_id = n AND q.token IS NULL
+        AND q.id > CASE WHEN p_held THEN gone.id ELSE 0 END AND q.id <> gone.id)
+    INTO after, free, queued FROM gone;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
   IF queued THEN
-    PERFORM @schema@.process(n);
+    PERFORM @schema@.process(n, after, free);
   END IF;
   RETURN true;
 END $$;
@@ -230,7 +254,7 @@ BEGIN
   PERFORM 1 FROM @schema@.names WHERE id = ANY (name_ids) ORDER BY id FOR UPDATE;
   DELETE FROM @schema@.requests WHERE agent = p_agent;
   FOREACH n IN ARRAY name_ids LOOP
-    PERFORM @schema@.process(n);
+    PERFORM @schema@.process(n, 0, false);
   END LOOP;
   DELETE FROM @schema@.agents WHERE id = p_agent;
 END $$;
