@@ -37,11 +37,13 @@ const WATCH_SLICE_MS = 1000
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20
 const CANCEL_WAIT_MS = 50
+const BACKEND_PID = 'SELECT pg_backend_pid() AS pid'
 
 // PostgreSQL's SQLSTATEs that this file acts on.
 const INSUFFICIENT_PRIVILEGE = '42501'
 const UNDEFINED_SETTING = '42704'
 const LOCK_NOT_AVAILABLE = '55P03' // a lock wait past lock_timeout
+const PROTOCOL_VIOLATION = '08P01' // also PgBouncer's refusals
 const AGENT_GONE = 'WLGON'
 
 function fail (message) {
@@ -191,6 +193,16 @@ function closedError () {
   return new DOMException('The lock manager was closed.', 'AbortError')
 }
 
+function pooledError (cause) {
+  const error = new Error('web-locks: the connection reaches PostgreSQL through a pooler in transaction or statement mode ' +
+    '(PgBouncer?), which gives its server connection to other clients between statements. The lock manager\'s session ' +
+    'needs a session of its own (its notifications, and its advisory lock: the proof of its agent\'s life): connect it ' +
+    'directly or through session-mode pooling (PgBouncer: pool_mode = session).')
+  error.code = 'EPOOLED'
+  if (cause !== undefined) error.cause = cause
+  return error
+}
+
 function lostError (cause) {
   const error = new DOMException('The lock was lost: the session with PostgreSQL ended.', 'AbortError')
   if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause, configurable: true, writable: true })
@@ -198,16 +210,19 @@ function lostError (cause) {
 }
 
 // The SQL of each call, with a statement name that is the schema's own, so
-// that each connection prepares it once.
+// that each connection prepares it once. Join and leave, once per agent,
+// are not prepared: behind a pooler that passed checkOwnSession(), the same
+// name prepared by another client on that server connection would refuse
+// them (42P05), and the agent could not leave.
 function statements (target) {
   const q = quoteIdentifier(target.schema)
   const named = (name, text) => ({ name: `web_locks_${target.key}_${name}`, text })
   return {
-    join: named('join', `SELECT ${q}.join($1, $2) AS agent`),
+    join: { text: `SELECT ${q}.join($1, $2) AS agent, pg_backend_pid() AS pid` },
     request: named('request', `SELECT state, token FROM ${q}.request($1, $2, $3, $4, $5, $6)`),
     release: named('release', `SELECT ${q}.remove($1, $2, true) AS held`),
     abort: named('abort', `SELECT ${q}.remove($1, $2, false) AS removed`),
-    leave: named('leave', `SELECT ${q}.leave($1)`),
+    leave: { text: `SELECT ${q}.leave($1)` },
     sweep: named('sweep', `SELECT ${q}.sweep($1, $2) AS ended`),
     neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),
     snapshot: named('snapshot', `SELECT held, name, shared, client_id FROM ${q}.snapshot($1)`),
@@ -228,6 +243,8 @@ class Session {
   since = Date.now()
   keepalive = null
   agent = 0
+  // The backend the agent joined on: its life lock's holder.
+  pid = 0
   watcher = null
   watching = false
   watched = null
@@ -319,11 +336,13 @@ class PostgresBackend {
     client.on('notification', (message) => this.notified(session, message.payload))
     try {
       await client.connect()
+      await this.checkOwnSession(client)
       await this.limitIdle(client)
       await ensureSchema(client, this.target)
       // Each agent is a client of its own: a new clientId for each session.
       const { rows } = await client.query(this.sql.join, [this.target.scope, randomUUID()])
       session.agent = rows[0].agent
+      session.pid = rows[0].pid
       await client.query(`LISTEN ${quoteIdentifier(`web_locks.${this.target.key}.${session.agent}`)}`)
       await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
     } catch (error) {
@@ -338,6 +357,39 @@ class PostgresBackend {
     this.keepAlive(session)
     this.watch(session)
     return session
+  }
+
+  // Throws EPOOLED if the client shares its server connection with other
+  // clients, as behind a pooler in transaction or statement mode. A probe,
+  // a second client, holds a server connection (BEGIN) while the client asks
+  // again for its own: two clients on one backend (the probe takes the
+  // client's, the one a pooler used last), or a client that moved to
+  // another, can only be a pooler. It runs before anything that a pooler's
+  // server connection would keep for the next client (settings, prepared
+  // statements, the life lock), and the probe ends before the watcher is.
+  async checkOwnSession (client) {
+    const pid = async (c) => (await c.query(BACKEND_PID)).rows[0].pid
+    const own = await pid(client)
+    const probe = this.connection()
+    probe.on('error', ignore)
+    try {
+      await probe.connect()
+      let probed
+      try {
+        await probe.query('BEGIN')
+        probed = await pid(probe)
+      } catch (error) {
+        // PgBouncer in statement mode refuses a transaction, and ends the probe.
+        if (error.code === PROTOCOL_VIOLATION) throw pooledError(error)
+        throw error
+      }
+      if (probed === own || await pid(client) !== own) throw pooledError()
+    } finally {
+      // Ended in its transaction, the probe would take its server
+      // connection down with it behind PgBouncer.
+      await probe.query('ROLLBACK').catch(ignore)
+      await probe.end().catch(ignore)
+    }
   }
 
   // A call of one SQL function: through the user's pool, else the session,
@@ -392,7 +444,9 @@ class PostgresBackend {
 
   // Every third of `keepalive`: a session whose query has had no answer for
   // that long is lost (the network is cut), and one that has said nothing
-  // for a third of it says something, so that the server keeps it.
+  // for a third of it says something, so that the server keeps it: its
+  // backend's pid, which tells a session that a pooler moved to another
+  // backend (past checkOwnSession()).
   keepAlive (session) {
     const limit = this.target.keepalive
     const timer = setInterval(() => {
@@ -401,7 +455,9 @@ class PostgresBackend {
         this.lose(session, new Error(`web-locks: PostgreSQL did not answer for ${limit} ms`))
         session.client.connection.stream.destroy()
       } else if (!session.asking && quiet >= limit / 3) {
-        this.ask(session, 'SELECT 1').catch(ignore)
+        this.ask(session, BACKEND_PID).then(({ rows }) => {
+          if (rows[0].pid !== session.pid) this.lose(session, pooledError(), true)
+        }, ignore)
       }
     }, Math.ceil(limit / 3))
     timer.unref()
@@ -562,13 +618,16 @@ class PostgresBackend {
   }
 
   // The session ended or the agent was ended: every request of it is lost.
-  lose (session, cause) {
+  // A session that a pooler moved to another backend leaves: the pooler
+  // keeps the first backend, and with it the agent's life lock, so no sweep
+  // would end the agent.
+  lose (session, cause, leave = false) {
     if (session.lost) return
     session.lost = true
     if (session !== this.current) return
     this.current = null
     this.dropAll(lostError(cause))
-    this.end(session, false)
+    this.end(session, leave)
   }
 
   // Ends a session: leaves the scope first if it can (a clean close).
