@@ -246,6 +246,9 @@ class Session {
   // The backend the agent joined on: its life lock's holder.
   pid = 0
   watcher = null
+  // The watcher's backend, which its wait is cancelled by: behind a pooler
+  // (PgBouncer, even in session mode) a client's processID is the pooler's.
+  watcherPid = 0
   watching = false
   watched = null
   // Wakes the watch loop of an agent alone, when another joins.
@@ -657,7 +660,7 @@ class PostgresBackend {
   // reached the server.
   async stopWatching (session) {
     for (let i = 0; i < CANCEL_TRIES && session.watching; i++) {
-      await this.call(session, this.sql.cancel, [session.watcher.processID])
+      await this.call(session, this.sql.cancel, [session.watcherPid])
       await Promise.race([session.watched.then(ignore, ignore), new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS))])
     }
   }
@@ -703,10 +706,12 @@ class PostgresBackend {
     if (stream && typeof stream.unref === 'function') stream.unref()
     await this.limitIdle(watcher)
     await watcher.query(`SET lock_timeout = ${WATCH_SLICE_MS}`)
+    const { rows } = await watcher.query(BACKEND_PID)
     if (session.lost) {
       watcher.end().catch(() => {})
       throw lostError()
     }
+    session.watcherPid = rows[0].pid
     return watcher
   }
 
@@ -740,7 +745,7 @@ class PostgresBackend {
   // A new agent joined just after this one: watch it instead.
   neighbourJoined (session) {
     if (session.wakeWatch !== null) session.wakeWatch()
-    else if (session.watching) this.call(session, this.sql.cancel, [session.watcher.processID]).catch(() => {})
+    else if (session.watching) this.call(session, this.sql.cancel, [session.watcherPid]).catch(() => {})
   }
 }
 

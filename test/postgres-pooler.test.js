@@ -7,11 +7,15 @@
 // is lost and leaves. In session mode the manager works. Pending where
 // pgbouncer is not installed (apt-get install pgbouncer).
 const assert = require('node:assert/strict');
-const { api, uniq, holdOn, only, domError } = require('./fixtures/util');
+const { api, uniq, holdOn, only, domError, deferred } = require('./fixtures/util');
 const { postgres } = require('./fixtures/postgres');
 const { pgbouncerBinary, startPgbouncer } = require('./fixtures/pgbouncer');
 
 const INSTALLED = pgbouncerBinary() !== null;
+// The wait of a watcher (manager-postgres.js, waitFor()), and what a
+// cancelled statement fails with.
+const WAIT_TEXT = 'SELECT pg_advisory_lock_shared(';
+const QUERY_CANCELED = '57014';
 
 function scopeName(prefix) {
   return uniq(prefix).replace(/#/g, '-');
@@ -32,6 +36,7 @@ describe(`openLockManager (PostgreSQL) behind PgBouncer${INSTALLED ? '' : ' (pen
   let direct;
   const bouncers = [];
   const opened = [];
+  const restore = [];
 
   before(async function () {
     if (!INSTALLED) this.skip();
@@ -46,6 +51,7 @@ describe(`openLockManager (PostgreSQL) behind PgBouncer${INSTALLED ? '' : ' (pen
     direct = await openLockManager(scopeName('direct'), { postgres: url });
   });
   afterEach(async function () {
+    for (const undo of restore.splice(0)) undo();
     for (const m of opened.splice(0)) await m.close();
     for (const b of bouncers.splice(0)) await b.stop();
   });
@@ -146,6 +152,32 @@ describe(`openLockManager (PostgreSQL) behind PgBouncer${INSTALLED ? '' : ' (pen
     h.release();
     assert.equal(await next, 'x');
     await h.done;
+  });
+
+  // The pooler gives a client a process id of its own (its cancel key), not
+  // the backend's: the watcher's wait is cancelled by its backend's pid.
+  it('through session mode, close() cancels its watcher\'s wait', async function () {
+    const b = await bouncer({ pool_mode: 'session' });
+    const scope = scopeName('cancel');
+    const waiting = deferred();
+    const ends = [];
+    const { Client } = pg;
+    const query = Client.prototype.query;
+    Client.prototype.query = function (...args) {
+      const result = query.apply(this, args);
+      const text = args[0] !== null && typeof args[0] === 'object' ? args[0].text : args[0];
+      if (typeof text === 'string' && text.startsWith(WAIT_TEXT)) {
+        waiting.resolve();
+        result.catch((error) => ends.push(error.code));
+      }
+      return result;
+    };
+    restore.push(() => { Client.prototype.query = query; });
+    const first = await open(scope, { postgres: b.url });
+    await open(scope, { postgres: b.url });
+    await waiting.promise;
+    await first.close();
+    assert.ok(ends.includes(QUERY_CANCELED), `the waits ended with ${JSON.stringify(ends)}`);
   });
 
   // PgBouncer's server_round_robin hands out its idle server connections
