@@ -40,11 +40,13 @@ const WATCH_SLICE_MS = 250
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20
 const CANCEL_WAIT_MS = 50
+const BACKEND_PID = 'SELECT pg_backend_pid() AS pid'
 
 // PostgreSQL's SQLSTATEs that this file acts on.
 const INSUFFICIENT_PRIVILEGE = '42501'
 const UNDEFINED_SETTING = '42704'
 const LOCK_NOT_AVAILABLE = '55P03' // a lock wait past lock_timeout
+const PROTOCOL_VIOLATION = '08P01' // also PgBouncer's refusals
 const AGENT_GONE = 'WLGON'
 
 function fail (message) {
@@ -194,6 +196,16 @@ function closedError () {
   return new DOMException('The lock manager was closed.', 'AbortError')
 }
 
+function pooledError (cause) {
+  const error = new Error('web-locks: the connection reaches PostgreSQL through a pooler in transaction or statement mode ' +
+    '(PgBouncer?), which gives its server connection to other clients between statements. The lock manager\'s session ' +
+    'needs a session of its own (its notifications, and its advisory lock: the proof of its agent\'s life): connect it ' +
+    'directly or through session-mode pooling (PgBouncer: pool_mode = session).')
+  error.code = 'EPOOLED'
+  if (cause !== undefined) error.cause = cause
+  return error
+}
+
 function lostError (cause) {
   const error = new DOMException('The lock was lost: the session with PostgreSQL ended.', 'AbortError')
   if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause, configurable: true, writable: true })
@@ -201,16 +213,19 @@ function lostError (cause) {
 }
 
 // The SQL of each call, with a statement name that is the schema's own, so
-// that each connection prepares it once.
+// that each connection prepares it once. Join and leave, once per agent,
+// are not prepared: behind a pooler that passed checkOwnSession(), the same
+// name prepared by another client on that server connection would refuse
+// them (42P05), and the agent could not leave.
 function statements (target) {
   const q = quoteIdentifier(target.schema)
   const named = (name, text) => ({ name: `web_locks_${target.key}_${name}`, text })
   return {
-    join: named('join', `SELECT ${q}.join($1, $2) AS agent`),
+    join: { text: `SELECT ${q}.join($1, $2) AS agent, pg_backend_pid() AS pid` },
     request: named('request', `SELECT ${q}.request($1, $2, $3, $4, $5, $6, $7, $8) AS token`),
     release: named('release', `SELECT ${q}.remove($1, $2, true) AS held`),
     abort: named('abort', `SELECT ${q}.remove($1, $2, false) AS removed`),
-    leave: named('leave', `SELECT ${q}.leave($1)`),
+    leave: { text: `SELECT ${q}.leave($1)` },
     sweep: named('sweep', `SELECT ${q}.sweep($1, $2) AS ended`),
     neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),
     snapshot: named('snapshot', `SELECT held, name, shared, client_id FROM ${q}.snapshot($1)`),
@@ -231,7 +246,12 @@ class Session {
   since = Date.now()
   keepalive = null
   agent = 0
+  // The backend the agent joined on: its life lock's holder.
+  pid = 0
   watcher = null
+  // The watcher's backend, which its wait is cancelled by: behind a pooler
+  // (PgBouncer, even in session mode) a client's processID is the pooler's.
+  watcherPid = 0
   watching = false
   watched = null
   // Wakes the watch loop of an agent alone, when another joins.
@@ -322,11 +342,13 @@ class PostgresBackend {
     client.on('notification', (message) => this.notified(session, message.payload))
     try {
       await client.connect()
+      await this.checkOwnSession(client)
       await this.limitIdle(client)
       await ensureSchema(client, this.target)
       // Each agent is a client of its own: a new clientId for each session.
       const { rows } = await client.query(this.sql.join, [this.target.scope, randomUUID()])
       session.agent = rows[0].agent
+      session.pid = rows[0].pid
       await client.query(`LISTEN ${quoteIdentifier(`web_locks.${this.target.key}.${session.agent}`)}`)
       await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
     } catch (error) {
@@ -341,6 +363,39 @@ class PostgresBackend {
     this.keepAlive(session)
     this.watch(session)
     return session
+  }
+
+  // Throws EPOOLED if the client shares its server connection with other
+  // clients, as behind a pooler in transaction or statement mode. A probe,
+  // a second client, holds a server connection (BEGIN) while the client asks
+  // again for its own: two clients on one backend (the probe takes the
+  // client's, the one a pooler used last), or a client that moved to
+  // another, can only be a pooler. It runs before anything that a pooler's
+  // server connection would keep for the next client (settings, prepared
+  // statements, the life lock), and the probe ends before the watcher is.
+  async checkOwnSession (client) {
+    const pid = async (c) => (await c.query(BACKEND_PID)).rows[0].pid
+    const own = await pid(client)
+    const probe = this.connection()
+    probe.on('error', ignore)
+    try {
+      await probe.connect()
+      let probed
+      try {
+        await probe.query('BEGIN')
+        probed = await pid(probe)
+      } catch (error) {
+        // PgBouncer in statement mode refuses a transaction, and ends the probe.
+        if (error.code === PROTOCOL_VIOLATION) throw pooledError(error)
+        throw error
+      }
+      if (probed === own || await pid(client) !== own) throw pooledError()
+    } finally {
+      // Ended in its transaction, the probe would take its server
+      // connection down with it behind PgBouncer.
+      await probe.query('ROLLBACK').catch(ignore)
+      await probe.end().catch(ignore)
+    }
   }
 
   // A call of one SQL function: through the user's pool, else the session,
@@ -395,7 +450,9 @@ class PostgresBackend {
 
   // Every third of `keepalive`: a session whose query has had no answer for
   // that long is lost (the network is cut), and one that has said nothing
-  // for a third of it says something, so that the server keeps it.
+  // for a third of it says something, so that the server keeps it: its
+  // backend's pid, which tells a session that a pooler moved to another
+  // backend (past checkOwnSession()).
   keepAlive (session) {
     const limit = this.target.keepalive
     const timer = setInterval(() => {
@@ -404,7 +461,9 @@ class PostgresBackend {
         this.lose(session, new Error(`web-locks: PostgreSQL did not answer for ${limit} ms`))
         session.client.connection.stream.destroy()
       } else if (!session.asking && quiet >= limit / 3) {
-        this.ask(session, 'SELECT 1').catch(ignore)
+        this.ask(session, BACKEND_PID).then(({ rows }) => {
+          if (rows[0].pid !== session.pid) this.lose(session, pooledError(), true)
+        }, ignore)
       }
     }, Math.ceil(limit / 3))
     timer.unref()
@@ -567,13 +626,16 @@ class PostgresBackend {
   }
 
   // The session ended or the agent was ended: every request of it is lost.
-  lose (session, cause) {
+  // A session that a pooler moved to another backend leaves: the pooler
+  // keeps the first backend, and with it the agent's life lock, so no sweep
+  // would end the agent.
+  lose (session, cause, leave = false) {
     if (session.lost) return
     session.lost = true
     if (session !== this.current) return
     this.current = null
     this.dropAll(lostError(cause))
-    this.end(session, false)
+    this.end(session, leave)
   }
 
   // Ends a session: leaves the scope first if it can (a clean close).
@@ -603,7 +665,7 @@ class PostgresBackend {
   // reached the server.
   async stopWatching (session) {
     for (let i = 0; i < CANCEL_TRIES && session.watching; i++) {
-      await this.call(session, this.sql.cancel, [session.watcher.processID])
+      await this.call(session, this.sql.cancel, [session.watcherPid])
       await Promise.race([session.watched.then(ignore, ignore), new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS))])
     }
   }
@@ -649,10 +711,12 @@ class PostgresBackend {
     if (stream && typeof stream.unref === 'function') stream.unref()
     await this.limitIdle(watcher)
     await watcher.query(`SET lock_timeout = ${WATCH_SLICE_MS}`)
+    const { rows } = await watcher.query(BACKEND_PID)
     if (session.lost) {
       watcher.end().catch(() => {})
       throw lostError()
     }
+    session.watcherPid = rows[0].pid
     return watcher
   }
 
@@ -686,7 +750,7 @@ class PostgresBackend {
   // A new agent joined just after this one: watch it instead.
   neighbourJoined (session) {
     if (session.wakeWatch !== null) session.wakeWatch()
-    else if (session.watching) this.call(session, this.sql.cancel, [session.watcher.processID]).catch(() => {})
+    else if (session.watching) this.call(session, this.sql.cancel, [session.watcherPid]).catch(() => {})
   }
 }
 

@@ -162,14 +162,15 @@ describe('openLockManager (PostgreSQL): the ring of watchers', function () {
   it('an agent sees the agent that joins while its watcher connection is being made', async function () {
     const scope = scopeName('ring-connect');
     const first = await agent(scope);
-    // The manager's second connection (its watcher, for `first`) is held
-    // until the newcomer's 'r' has arrived.
+    // The manager's third connection (its watcher, for `first`; the second
+    // is its join's probe, ended by then) is held until the newcomer's 'r'
+    // has arrived.
     const clients = [];
     const reached = deferred();
     const gate = deferred();
     patch('connect', function (original, args) {
       clients.push(this);
-      if (clients.length !== 2) return original.apply(this, args);
+      if (clients.length !== 3) return original.apply(this, args);
       reached.resolve();
       return gate.promise.then(() => original.apply(this, args));
     });
@@ -211,6 +212,7 @@ describe('openLockManager (PostgreSQL): the ring of watchers', function () {
     gate.resolve();
     assert.ok((await deathIsSeen(manager, newcomer)) < SEEN_MS);
     assert.ok(first.exitCode === undefined);
-    assert.equal(clients.length, 2);
+    // Its session, its join's probe, and one watcher.
+    assert.equal(clients.length, 3);
   });
 });
