@@ -123,11 +123,28 @@ function toSchema (value = DEFAULT_SCHEMA) {
   return value
 }
 
-// The schema's SQL, for one schema name.
+// A dollar-quote tag that the text does not contain, so that it cannot
+// end a string quoted with it.
+function dollarTag (text, base) {
+  let tag = `$${base}$`
+  for (let i = 0; text.includes(tag); i++) tag = `$${base}${i}$`
+  return tag
+}
+
+// The schema's SQL, for one schema name. The name is in it as a quoted
+// identifier, also inside function bodies and the names of sequences given
+// as strings ('@schema@.tokens'): these are dollar-quoted with tags that the
+// name does not contain, so that no quote or dollar in a name ends them.
 function schemaSQL (value) {
   const schema = toSchema(value)
+  const name = quoteIdentifier(schema)
+  const body = dollarTag(name, 'body')
+  const string = dollarTag(name, 'name')
   const text = fs.readFileSync(path.join(__dirname, 'postgres-schema.sql'), 'utf8')
-  return text.replaceAll('@schema@', quoteIdentifier(schema)).replaceAll('@key@', String(schemaKey(schema)))
+  // (Replaced by functions: a replacement string would read '$$' in them.)
+  return text.replaceAll('$$', () => body)
+    .replace(/'@schema@\.(\w+)'/g, (_, object) => `${string}${name}.${object}${string}`)
+    .replaceAll('@schema@', () => name).replaceAll('@key@', () => String(schemaKey(schema)))
 }
 
 // What to grant, in SQL, where the role may not create or use the schema.

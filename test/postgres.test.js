@@ -84,13 +84,18 @@ describe('openLockManager (PostgreSQL)', function () {
     });
 
     it('takes any schema name as a name: SQL in it is not run', async function () {
-      const schema = `wl"; DROP TABLE pg_class; --${process.pid}`;
-      const m = await open(scopeName('inject'), { schema });
-      assert.equal(await m.request('x', (lock) => lock.name), 'x');
-      const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = $1', [schema]);
-      assert.equal(rows[0].n, 1);
-      await m.close();
-      await admin.query(`DROP SCHEMA "${schema.replace(/"/g, '""')}" CASCADE`);
+      // Quotes of identifiers and strings, and the dollar quotes of the
+      // schema's function bodies.
+      for (const schema of [`wl"; DROP TABLE pg_class; --${process.pid}`, `wl'); DROP TABLE pg_class; --${process.pid}`,
+        `wl$$; DROP TABLE pg_class; $$${process.pid}`, `wl$body$$name$${process.pid}`]) {
+        const m = await open(scopeName('inject'), { schema });
+        assert.equal(await m.request('x', (lock) => lock.name), 'x', schema);
+        assert.equal(typeof await m.request('x', (lock) => lock.token), 'bigint', schema);
+        const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = $1', [schema]);
+        assert.equal(rows[0].n, 1, schema);
+        await m.close();
+        await admin.query(`DROP SCHEMA "${schema.replace(/"/g, '""')}" CASCADE`);
+      }
     });
 
     it('creates the schema once when many agents start at once', async function () {

@@ -162,6 +162,10 @@ function rows (get) {
     out.push(pgRow(get, `postgres.handoff.${metric}`, `handoff, one way, ${what} (reference: NOTIFY -> the other process's notification event)`, 'ns', key, metric))
   }
   out.push(pgRow(get, 'postgres.handoff.rtt', 'NOTIFY round trip, p50 (process 0 -> 1 -> 0)', 'ns', key, 'rtt', { reference: 'pg-notify' }))
+  // The issue's target: the hand-off's p50 against the round trip.
+  const p50 = out[0]
+  const rtt = out[out.length - 1]
+  out.push({ ...p50, id: 'postgres.handoff.p50.rtt', label: 'handoff, one way, p50 (reference: NOTIFY round trip, p50)', cells: { ...p50.cells, reference: rtt.cells.reference } })
   out.push({ ...pgRow(get, 'postgres.handoff.violations', 'handoff: mutual-exclusion violations', 'count', key, 'violations', { reference: null }), better: null })
   return out
 }

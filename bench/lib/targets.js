@@ -369,26 +369,24 @@ function postgresTargets (rows, add, result) {
         `advisory pair, ${pct(v.x / 1.5 - 1)} over the limit` +
         (calls ? `; both send 2 statements (web-locks: ${calls.toFixed(2)} per request+release: its request and release calls), so the ` +
           'difference is not round trips but what each statement does in the server: a request or release is one transaction of a ' +
-          'PL/pgSQL function that locks the agent\'s and the name\'s rows and inserts or deletes a request, where an ' +
+          'PL/pgSQL function that locks the name\'s row and inserts or deletes a request, where an ' +
           'advisory lock touches no table (and writes no WAL).' : '.') +
         flushShare(uncontended, 'the two functions\' own work in the server (one transaction each)')
     })
 
-  const handoff = rows.get('postgres.handoff.p50')
-  add('PostgreSQL, handoff between 2 processes: p50 at most 2x a raw LISTEN/NOTIFY trip between 2 processes, one way',
-    costVerdict(rows, ['postgres.handoff.p50'], 'reference', 2, { describe: () => 'p50' }),
+  const handoff = rows.get('postgres.handoff.p50.rtt')
+  add('PostgreSQL, handoff between 2 processes: p50 at most 2x a raw LISTEN/NOTIFY round trip between 2 processes',
+    costVerdict(rows, ['postgres.handoff.p50.rtt'], 'reference', 2, { describe: () => 'p50' }),
     (v) => {
-      const rtt = value(rows.get('postgres.handoff.rtt'), 'reference')
+      const oneWay = value(rows.get('postgres.handoff.p50'), 'reference')
       return `p50 ${format.time(value(handoff, 'web-locks'))} from the holder's callback returning to the waiter's callback, against ` +
-        `${format.time(value(handoff, 'reference'))} from a NOTIFY sent to its notification in the other process` +
-        (rtt ? ` (round trip ${format.time(rtt)})` : '') + `, ${pct(v.x / 2 - 1)} over the limit. Both carry one notification ` +
-        'from one process to another; a handoff first has the release statement run and commit (the release function deletes the ' +
-        'lock and grants the waiter, whose notification leaves at the commit), so it costs a statement more than the reference.' +
+        `${format.time(value(handoff, 'reference'))} for a NOTIFY round trip` +
+        (oneWay ? ` (one way: ${format.time(oneWay)})` : '') + `, ${pct(v.x / 2 - 1)} over the limit. A handoff carries one ` +
+        'notification from one process to another, after the release statement has run and committed (the release function ' +
+        'deletes the lock and grants the waiter, whose notification leaves at the commit).' +
         flushShare(handoff, 'the release statement (its way to the server and the function\'s work) and the shim on both sides') +
-        ' The function\'s work grows with the handoffs on the name: each grant and release leaves dead row versions that the ' +
-        'next lookups step over, which vacuum cannot remove, nor index scans mark, while a transaction older than them runs in ' +
-        'the database, such as a watcher\'s wait for its neighbour\'s life lock, whose statement keeps its snapshot for ' +
-        'its slice (1 s).'
+        ' Each grant and release leaves dead row versions that the next lookups of the name may step over until vacuum\'s ' +
+        'horizon passes them, which a watcher\'s wait for its neighbour\'s life lock holds back for its slice (250 ms).'
     })
 
   const contention = [1, 100].map((names) => ({ names, row: rows.get(`postgres.contention.${names}.rate`) }))
