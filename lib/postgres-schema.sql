@@ -21,17 +21,63 @@ CREATE TABLE @schema@.meta (
 -- changes write no WAL, and a request's or a release's commit does not wait
 -- for a WAL flush to disk (the durability defaults: fsync and
 -- synchronous_commit on). What must survive a crash stays logged: the
--- layout (meta) and the sequences, tokens above all (fencing tokens never
--- go back); a nextval writes WAL once every 32 values.
+-- layout (meta), the agent ids, and the ceiling of the tokens (fencing
+-- tokens never go back).
 --
 -- Agent ids are the second half of an advisory key: int4, reused after 2^31.
 CREATE SEQUENCE @schema@.agent_ids AS integer MINVALUE 1 CYCLE;
 -- Fencing tokens, strictly increasing across every grant in the schema,
 -- and queue order: a request takes a value when it is made (its id; its
 -- token too if it is granted at once) and one more if it is granted later.
--- One sequence, so that an uncontended request takes one value: a logged
--- sequence writes WAL every 32 values, and that commit waits for the flush.
+-- token() draws them from a counter that writes no WAL (an unlogged
+-- sequence, PostgreSQL 15 and later), below the ceiling of the logged row
+-- token_block: a draw outside [floor, ceiling) moves the counter past the
+-- ceiling and raises it by 2^20, in a logged update whose commit waits for
+-- the WAL flush. So a flush comes once every 2^20 tokens, where a logged
+-- sequence, which logs 32 values ahead, would have every 32nd grant's
+-- commit wait for one. After a crash PostgreSQL resets unlogged objects:
+-- the counter starts again below the floor, and the first draw moves it
+-- past the ceiling, above every token handed out before.
 CREATE SEQUENCE @schema@.tokens AS bigint;
+DO $$
+BEGIN
+  IF current_setting('server_version_num')::integer >= 150000 THEN
+    EXECUTE format('ALTER SEQUENCE %s SET UNLOGGED', '@schema@.tokens'::regclass);
+  END IF;
+END $$;
+CREATE TABLE @schema@.token_block (
+  floor bigint NOT NULL,
+  ceiling bigint NOT NULL
+);
+INSERT INTO @schema@.token_block (floor, ceiling) VALUES (2, 2);
+
+CREATE FUNCTION @schema@.token() RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  t bigint := nextval('@schema@.tokens');
+  f bigint;
+  c bigint;
+BEGIN
+  SELECT floor, ceiling INTO f, c FROM @schema@.token_block;
+  IF t >= f AND t < c THEN
+    RETURN t;
+  END IF;
+  -- One draw at a time raises the ceiling; the others wait for it here, and
+  -- then see the values drawn after it inside the new block.
+  SELECT floor, ceiling INTO f, c FROM @schema@.token_block FOR UPDATE;
+  IF t >= f AND t < c THEN
+    RETURN t;
+  END IF;
+  PERFORM setval('@schema@.tokens', c);
+  t := nextval('@schema@.tokens');
+  UPDATE @schema@.token_block SET floor = c + 1, ceiling = greatest(t, c) + 1048576;
+  -- The new ceiling must be on disk before a token above the old one is
+  -- seen: this commit waits for the flush even where commits do not.
+  IF current_setting('synchronous_commit') = 'off' THEN
+    PERFORM set_config('synchronous_commit', 'on', true);
+  END IF;
+  RETURN t;
+END $$;
 
 -- One row per agent: a thread that opened a scope. It lives while its
 -- session holds the advisory lock (@key@, id): PostgreSQL releases that when
@@ -117,7 +163,7 @@ BEGIN
   END IF;
   WHILE head IS NOT NULL AND (held_exclusive IS NULL OR (NOT held_exclusive AND head_shared)) LOOP
     WITH granted AS (
-      UPDATE @schema@.requests SET token = nextval('@schema@.tokens')
+      UPDATE @schema@.requests SET token = @schema@.token()
         WHERE agent = head_agent AND local_id = head_local
         RETURNING agent, local_id, token)
     SELECT count(pg_notify(@schema@.channel(agent), local_id || ' g ' || token)) INTO notified FROM granted;
@@ -181,7 +227,7 @@ BEGIN
         RETURNING agent, local_id)
     SELECT count(pg_notify(@schema@.channel(agent), local_id || ' s')) INTO notified FROM robbed;
   END IF;
-  v := nextval('@schema@.tokens');
+  v := @schema@.token();
   -- Granted unless the newest held lock conflicts or, if it does not, a
   -- request is queued (after it); a thief, whose robbed locks this
   -- statement does not see, goes first. Not inserted if it would wait and
