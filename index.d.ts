@@ -35,8 +35,8 @@ export declare class Lock {
   /**
    * Not in the spec: this grant's fencing token. Each lock manager (the
    * process-wide `locks`, or one scope of openLockManager()) numbers its
-   * grants from 1, so a token is greater than every token the same manager
-   * gave before, whatever the name, thread or process: for one name, tokens
+   * grants in increasing order (on PostgreSQL, skipping numbers), so a
+   * token is greater than every token the same manager gave before, whatever the name, thread or process: for one name, tokens
    * increase in grant order, and a thief's is greater than the holders' it
    * took the lock from. A resource can so refuse a holder that has lost its
    * lock, e.g. `UPDATE ... SET fence = $token WHERE id = $1 AND fence < $token`.
@@ -85,7 +85,9 @@ export interface OpenLockManagerOptions {
 export interface PostgresLockManagerOptions {
   /**
    * The database: a connection string, node-postgres's client config, or a
-   * `pg.Pool` (the calls then go through it). Needs the `pg` package.
+   * `pg.Pool` (the calls then go through it). Needs the `pg` package. The
+   * manager's session must be a session of its own: behind a pooler in
+   * transaction or statement mode, it rejects with `code: 'EPOOLED'`.
    */
   postgres: string | object
   /**
