@@ -8,6 +8,7 @@
 const path = require('path')
 const { randomUUID } = require('crypto')
 const { DOMException, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
+const { nativeBackend } = require('./manager-process.js')
 
 const DEFAULT_DIR = '/dev/shm'
 const DEFAULT_SIZE = 16 * 1024 * 1024
@@ -63,35 +64,22 @@ function damaged (file) {
 // A backend (see manager-process.js) for one thread's agent of the manager
 // in `file`.
 function hostBackend (binding, handle, file) {
-  const { scopeRequest, release, abort, scopeQuery, close, requests, io } = binding
+  const { scopeRequest, release, abort, scopeQuery, close } = binding
   const translate = (error) => {
     if (error !== null && typeof error === 'object' && error.code === 'ENOMEM') return quotaExceeded(file)
     if (error !== null && typeof error === 'object' && error.code === 'ECORRUPT') return damaged(file)
     return error
   }
-  const backend = {
-    file,
-    closed: false,
+  const backend = nativeBackend(binding, {
     request (name, how) {
       try {
         scopeRequest(handle, name, how)
       } catch (error) {
         throw translate(error)
       }
-      return io[0]
     },
-    release (request) {
-      requests[request.id] = undefined
-      return !backend.closed && release(request.id)
-    },
-    abort (request) {
-      if (backend.closed || !abort(request.id)) return false
-      requests[request.id] = undefined
-      return true
-    },
-    forget (request) {
-      requests[request.id] = undefined
-    },
+    release,
+    abort,
     query () {
       try {
         return scopeQuery(handle)
@@ -99,18 +87,9 @@ function hostBackend (binding, handle, file) {
         throw translate(error)
       }
     },
-    // close() frees the slots of this agent's requests: their ids, and so
-    // the table's entries, go (the same ids may be reused by other
-    // managers' requests at once).
-    close () {
-      backend.closed = true
-      close(handle)
-      for (let id = 0; id < requests.length; id++) {
-        const request = requests[id]
-        if (request !== undefined && request.backend === backend) request.drop()
-      }
-    }
-  }
+    close: () => close(handle)
+  })
+  backend.file = file
   return backend
 }
 

@@ -580,7 +580,6 @@ class PostgresBackend {
         if (this.requests.get(id) === request) this.abortQueued(request)
       })
     }
-    return false
   }
 
   abortQueued (request) {

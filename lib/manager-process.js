@@ -14,37 +14,57 @@
 // - release(request): whether the lock was still held (false: stolen), or a
 //   promise that never rejects, of that or of the error to reject the
 //   request with (its agent was lost).
-// - abort(request): whether the request was still queued and is now gone;
-//   false if that is not known yet (the backend then forgets it itself).
+// - abort(request): takes the request out of its queue if it is still
+//   there; if it was granted meanwhile, the grant still comes (the shim
+//   then releases it).
 // - forget(request): the request is done with (a miss, or dropped).
 // - query(): { held, pending }, or a promise of it.
 // - close(), if present: this thread leaves the manager; every request of
 //   it that is not done gets request.drop(). May return a promise.
 // - closed: whether it has.
 
-function processBackend (binding) {
-  const { requests, io } = binding
-  return {
+// A backend on the core: the native calls `ops` ({ request(name, how),
+// release(id), abort(id), query(), close() if the agent can leave }) of the
+// binding whose table and io the requests go through.
+function nativeBackend ({ requests, io }, ops) {
+  const backend = {
     closed: false,
     request (name, how) {
-      binding.request(name, how)
+      ops.request(name, how)
       return io[0]
     },
     release (request) {
       requests[request.id] = undefined
-      return binding.release(request.id)
+      return !backend.closed && ops.release(request.id)
     },
     abort (request) {
-      if (!binding.abort(request.id)) return false
-      requests[request.id] = undefined
-      return true
+      if (!backend.closed && ops.abort(request.id)) requests[request.id] = undefined
     },
     forget (request) {
       requests[request.id] = undefined
     },
-    query: binding.query,
+    query: ops.query,
     close: undefined
   }
+  if (ops.close !== undefined) {
+    // close() frees the slots of this agent's requests: their ids, and so
+    // the table's entries, go (the same ids may be reused by other
+    // managers' requests at once).
+    backend.close = () => {
+      backend.closed = true
+      ops.close()
+      for (let id = 0; id < requests.length; id++) {
+        const request = requests[id]
+        if (request !== undefined && request.backend === backend) request.drop()
+      }
+    }
+  }
+  return backend
 }
 
-module.exports = { processBackend }
+function processBackend (binding) {
+  const { request, release, abort, query } = binding
+  return nativeBackend(binding, { request, release, abort, query })
+}
+
+module.exports = { nativeBackend, processBackend }
