@@ -338,20 +338,17 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
         vs('×floor', 'floor')
       ]
     },
-    // The PostgreSQL cases' (lib/postgres.js): ours, the raw mechanism of
-    // the same server each case compares with, and ours again with
-    // synchronous_commit=off (what durability costs).
+    // The PostgreSQL cases' (lib/postgres.js): ours, and the raw mechanism
+    // of the same server each case compares with.
     postgres: {
       intro: 'PostgreSQL: web-locks through openLockManager(scope, { postgres }), each process its own agent (a session and a watcher ' +
         'connection); reference = the raw PostgreSQL mechanism of the same server, measured in the same run (named on each row); ' +
-        'sync. commit off = web-locks again with synchronous_commit=off for its sessions (diagnostic: commits do not wait for ' +
-        `the WAL flush); ×X as above. Server: ${postgres && postgres.note ? postgres.note : 'none'}.`,
+        `×X as above. Server: ${postgres && postgres.note ? postgres.note : 'none'}.`,
       columns: [
         { title: 'case', left: true, get: (r) => r.label },
         col('web-locks postgres', 'web-locks'),
         col('reference', 'reference'),
-        vs('×reference', 'reference'),
-        col('sync. commit off', 'async')
+        vs('×reference', 'reference')
       ]
     }
   }

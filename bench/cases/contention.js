@@ -11,6 +11,8 @@ const { load } = require('../lib/references')
 const { measure, nowMs } = require('../lib/measure')
 const { startWorkers } = require('../lib/threads')
 const { metricRow } = require('../lib/rows')
+// A little CPU work in each critical section, the same as the processes'.
+const { work } = require('../lib/processes')
 
 const IMPLS = ['web-locks', 'built-in']
 const START = 0 // the round the threads may start
@@ -32,13 +34,6 @@ function points (opts) {
     passes: opts.quick ? 1 : 3,
     impls: IMPLS
   }))
-}
-
-// A little CPU work, the same in every critical section.
-function work () {
-  let x = 1
-  for (let i = 0; i < 200; i++) x = (x * 1103515245 + 12345) | 0
-  return x
 }
 
 async function run ({ threads, names, ms }, implId, ctx) {

@@ -148,9 +148,7 @@ function rows (get) {
     const key = `postgres/contention/${names}`
     const what = `${PROCS} processes, ${names} name${names > 1 ? 's' : ''}`
     const row = (id, label, unit, metric, better, reference = 'pg-advisory') => {
-      const r = pgBench.pgRow(get, { id: `postgres.contention.${names}.${id}`, label: `${what}: ${label}`, unit, key, metric, better, reference })
-      delete r.cells.async
-      return r
+      return pgBench.pgRow(get, { id: `postgres.contention.${names}.${id}`, label: `${what}: ${label}`, unit, key, metric, better, reference })
     }
     out.push(row('rate', 'locks per second (reference: advisory locks)', 'ops/s', 'rate', 'higher'))
     out.push(row('fairness', 'fairness min/max', 'ratio', 'fairness', null))

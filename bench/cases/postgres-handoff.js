@@ -25,6 +25,7 @@
 // the same session after the request call. The timestamps of both
 // processes' callbacks are merged as there (an overlap is a violation).
 
+const fs = require('fs')
 const path = require('path')
 const { open } = require('../lib/references')
 const { measure } = require('../lib/measure')
@@ -42,7 +43,7 @@ function points (opts) {
     rounds: opts.quick ? 3 : 4,
     scratch: true,
     postgres: true,
-    impls: ['web-locks-postgres', 'pg-notify', 'web-locks-postgres-async']
+    impls: ['web-locks-postgres', 'pg-notify']
   }]
 }
 
@@ -56,7 +57,7 @@ async function run ({ n }, implId, ctx) {
   async function round (m, n) {
     const r = ++roundNo
     const signals = path.join(ctx.dir, `signals-${r}`)
-    require('fs').writeFileSync(signals, Buffer.alloc(16))
+    fs.writeFileSync(signals, Buffer.alloc(16))
     const go = { round: r, name: `handoff-${r}`, n, signals }
     if (implId === 'pg-notify') {
       // Process 1 listens for the round's messages before 0 sends the first.

@@ -25,7 +25,7 @@ function points (opts) {
     passes: opts.quick ? 1 : 3,
     rounds: opts.quick ? 3 : 4,
     postgres: true,
-    impls: ['web-locks-postgres', 'pg-advisory', 'web-locks-postgres-async']
+    impls: ['web-locks-postgres', 'pg-advisory']
   }]
 }
 

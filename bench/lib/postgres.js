@@ -19,17 +19,12 @@ const { cellOf } = require('./rows')
 
 // Column -> implementation of the PostgreSQL table. 'web-locks' is ours
 // (so that the targets read it as such); 'reference' is the raw PostgreSQL
-// mechanism a case compares with (pg-advisory, pg-notify); 'async' is ours
-// again with synchronous_commit=off for its sessions: commits then do not
-// wait for the WAL flush, which tells what durability costs (a diagnostic,
-// no target).
+// mechanism a case compares with (pg-advisory, pg-notify).
 function columns (reference) {
-  const out = { 'web-locks': 'web-locks-postgres', async: 'web-locks-postgres-async' }
+  const out = { 'web-locks': 'web-locks-postgres' }
   if (reference) out.reference = reference
   return out
 }
-
-const SETTINGS_NOTE = 'PostgreSQL defaults for durability (fsync, synchronous_commit, full_page_writes on), max_connections 400, TCP to 127.0.0.1'
 
 // In the orchestrator: { url, note, stop() }.
 async function startServer (log) {
@@ -94,11 +89,10 @@ function config (place, extra = {}) {
 }
 
 // openLockManager(scope, { postgres }) for the point: one agent (a session
-// and a watcher connection). async: synchronous_commit=off for its sessions.
-function openManager (place, scope, { async = false } = {}) {
+// and a watcher connection).
+function openManager (place, scope) {
   const { openLockManager } = require(path.join(__dirname, '..', '..'))
-  const extra = async ? { options: '-c synchronous_commit=off' } : {}
-  return openLockManager(scope, { postgres: config(place, extra), schema: place.schema })
+  return openLockManager(scope, { postgres: config(place), schema: place.schema })
 }
 
 // A pg.Client of the point, connected.
@@ -127,4 +121,4 @@ function pgRow (get, { id, label, unit, better = 'lower', key, metric, reference
   return { id, label, unit, better, cells }
 }
 
-module.exports = { columns, SETTINGS_NOTE, startServer, pointPlace, cleanPoint, config, openManager, client, connections, pgRow }
+module.exports = { startServer, pointPlace, cleanPoint, openManager, client, connections, pgRow }

@@ -115,7 +115,7 @@ async function stopProcesses (procs) {
   clearTimeout(timer)
 }
 
-// A little CPU work, the same as in the thread case (contention.js).
+// A little CPU work in each critical section (also the thread case's).
 function work () {
   let x = 1
   for (let i = 0; i < 200; i++) x = (x * 1103515245 + 12345) | 0

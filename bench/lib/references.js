@@ -70,10 +70,6 @@ const IMPLS = {
     label: 'web-locks openLockManager(scope, { postgres, schema }) (an agent: a session and a watcher connection; a fresh schema per point)',
     open: ({ place, scope }) => require('./postgres').openManager(place, scope)
   },
-  'web-locks-postgres-async': {
-    label: 'the same with synchronous_commit=off for its sessions (diagnostic: commits do not wait for the WAL flush)',
-    open: ({ place, scope }) => require('./postgres').openManager(place, scope, { async: true })
-  },
   'pg-advisory': {
     label: 'pg_advisory_lock($1) then pg_advisory_unlock($1), prepared statements on one pg.Client (node-postgres) per process'
   },

@@ -346,19 +346,8 @@ function scopeTargets (rows, add, result) {
 
 // The PostgreSQL cases' targets (cases/postgres-*.js): the 'web-locks'
 // column is web-locks through openLockManager(scope, { postgres }),
-// 'reference' the raw mechanism of the same server in the same run, 'async'
-// web-locks with synchronous_commit=off for its sessions.
+// 'reference' the raw mechanism of the same server in the same run.
 function postgresTargets (rows, add, result) {
-  // What the commit's WAL flush accounts for, from the async column.
-  const flushShare = (row, rest) => {
-    const ours = value(row, 'web-locks')
-    const async = value(row, 'async')
-    const ref = value(row, 'reference')
-    if (!(async > 0) || !(ref > 0)) return ''
-    return ` With synchronous_commit=off for its sessions (commits do not wait for the WAL flush) it takes ${format.time(async)}: ` +
-      `the flush accounts for ${format.time(Math.max(0, ours - async))} of the ${format.time(Math.max(0, ours - ref))} over the reference` +
-      (async > ref ? `; the other ${format.time(async - ref)} is ${rest}` : '') + '.'
-  }
 
   const uncontended = rows.get('postgres.uncontended')
   add('PostgreSQL, uncontended: request+release through a PostgreSQL scope at most 1.5x a raw pg_advisory_lock + pg_advisory_unlock pair (one pg.Client, same server)',
@@ -369,9 +358,9 @@ function postgresTargets (rows, add, result) {
         `advisory pair, ${pct(v.x / 1.5 - 1)} over the limit` +
         (calls ? `; both send 2 statements (web-locks: ${calls.toFixed(2)} per request+release: its request and release calls), so the ` +
           'difference is not round trips but what each statement does in the server: a request or release is one transaction of a ' +
-          'PL/pgSQL function that locks the name\'s row and inserts or deletes a request, where an ' +
-          'advisory lock touches no table (and writes no WAL).' : '.') +
-        flushShare(uncontended, 'the two functions\' own work in the server (one transaction each)')
+          'PL/pgSQL function that locks the name\'s row, draws a token and inserts a request, or deletes it, where an ' +
+          'advisory lock touches no table. Neither commit waits for the WAL flush (the tables and the token counter are ' +
+          'unlogged).' : '.')
     })
 
   const handoff = rows.get('postgres.handoff.p50.rtt')
@@ -384,7 +373,6 @@ function postgresTargets (rows, add, result) {
         (oneWay ? ` (one way: ${format.time(oneWay)})` : '') + `, ${pct(v.x / 2 - 1)} over the limit. A handoff carries one ` +
         'notification from one process to another, after the release statement has run and committed (the release function ' +
         'deletes the lock and grants the waiter, whose notification leaves at the commit).' +
-        flushShare(handoff, 'the release statement (its way to the server and the function\'s work) and the shim on both sides') +
         ' Each grant and release leaves dead row versions that the next lookups of the name may step over until vacuum\'s ' +
         'horizon passes them, which a watcher\'s wait for its neighbour\'s life lock holds back for its slice (250 ms).'
     })
