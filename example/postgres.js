@@ -54,6 +54,8 @@ async function main () {
   await first.catch(() => {})
   const { rows } = await db.query('SELECT fence, paid_by FROM invoices WHERE id = 42')
   console.log(`invoice 42: paid by ${rows[0].paid_by}, fence ${rows[0].fence}`)
+  // The stale holder's write was refused (CI runs this example).
+  if (rows[0].paid_by !== 'host B') process.exitCode = 1
 
   await hostA.close()
   await hostB.close()

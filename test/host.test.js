@@ -7,7 +7,7 @@ const childProcess = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { api, uniq, holdOn, only, domError, PKG } = require('./fixtures/util');
+const { api, uniq, scopeName, holdOn, only, isDOMException, PKG } = require('./fixtures/util');
 const { spawnAgent, spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 
 const linux = process.platform === 'linux';
@@ -50,7 +50,7 @@ function openToOthers(p) {
 
   describe('opening', function () {
     it('gives a LockManager, the same one while it is open in this thread, a new one after close()', async function () {
-      const scope = uniq('open').replace(/#/g, '-');
+      const scope = scopeName('open');
       const a = await open(scope);
       assert.ok(a instanceof LockManager);
       assert.equal(Object.getPrototypeOf(a), LockManager.prototype);
@@ -167,9 +167,9 @@ function openToOthers(p) {
         h.done.catch((e) => { error = e; });
         await Promise.race([h.granted, h.done.catch(() => {})]);
       }
-      assert.ok(domError('QuotaExceededError')(error), String(error));
+      assert.ok(isDOMException('QuotaExceededError')(error), String(error));
       const before = await m.query();
-      await assert.rejects(m.request('one-more', () => {}), domError('QuotaExceededError'));
+      await assert.rejects(m.request('one-more', () => {}), isDOMException('QuotaExceededError'));
       assert.deepEqual(await m.query(), before);
       for (const h of held) h.release();
       await Promise.allSettled(held.map((h) => h.done));
@@ -190,9 +190,9 @@ function openToOthers(p) {
       let ran = false;
       const p = m.request(name, () => { ran = true; });
       await m.close();
-      await assert.rejects(h.done, domError('AbortError'));
-      await assert.rejects(queued.done, domError('AbortError'));
-      await assert.rejects(p, domError('AbortError'));
+      await assert.rejects(h.done, isDOMException('AbortError'));
+      await assert.rejects(queued.done, isDOMException('AbortError'));
+      await assert.rejects(p, isDOMException('AbortError'));
       await other.granted(id);
       assert.equal(ran, false);
       h.release();
@@ -204,12 +204,12 @@ function openToOthers(p) {
       const m = await open('close-twice');
       await m.close();
       await m.close();
-      await assert.rejects(m.request('x', () => {}), domError('InvalidStateError'));
-      await assert.rejects(m.query(), domError('InvalidStateError'));
+      await assert.rejects(m.request('x', () => {}), isDOMException('InvalidStateError'));
+      await assert.rejects(m.query(), isDOMException('InvalidStateError'));
     });
 
     it('the process-wide manager cannot be closed', async function () {
-      await assert.rejects(api().locks.close(), domError('NotSupportedError'));
+      await assert.rejects(api().locks.close(), isDOMException('NotSupportedError'));
       assert.equal(await api().locks.request(uniq('still'), () => 1), 1);
     });
   });
@@ -218,7 +218,7 @@ function openToOthers(p) {
     let scope;
     let m;
     beforeEach(async function () {
-      scope = uniq('xp').replace(/#/g, '-');
+      scope = scopeName('xp');
       m = await open(scope);
     });
 

@@ -7,7 +7,7 @@
 // is lost and leaves. In session mode the manager works. Pending where
 // pgbouncer is not installed (apt-get install pgbouncer).
 const assert = require('node:assert/strict');
-const { api, uniq, holdOn, only, domError, deferred } = require('./fixtures/util');
+const { api, holdOn, only, isDOMException, deferred, scopeName } = require('./fixtures/util');
 const { postgres } = require('./fixtures/postgres');
 const { pgbouncerBinary, startPgbouncer } = require('./fixtures/pgbouncer');
 
@@ -16,10 +16,6 @@ const INSTALLED = pgbouncerBinary() !== null;
 // cancelled statement fails with.
 const WAIT_TEXT = 'SELECT pg_advisory_lock_shared(';
 const QUERY_CANCELED = '57014';
-
-function scopeName(prefix) {
-  return uniq(prefix).replace(/#/g, '-');
-}
 
 function isPooled(error) {
   return error instanceof Error && error.code === 'EPOOLED' &&
@@ -194,7 +190,7 @@ describe(`openLockManager (PostgreSQL) behind PgBouncer${INSTALLED ? '' : ' (pen
     const m = await open(scope, { postgres: b.url, keepalive: 300 });
     const h = holdOn(m, 'x');
     await h.granted;
-    await assert.rejects(h.done, (error) => domError('AbortError')(error) && isPooled(error.cause));
+    await assert.rejects(h.done, (error) => isDOMException('AbortError')(error) && isPooled(error.cause));
     // It leaves once it has rejected its locks: a round trip later.
     const until = Date.now() + 5000;
     while (await agentsOf(scope) !== 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));

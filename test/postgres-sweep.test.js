@@ -13,15 +13,11 @@
 // first name with the third; given the first name, the first sweep wants
 // the fourth agent's, the other name.
 const assert = require('node:assert/strict');
-const { api, uniq } = require('./fixtures/util');
+const { api, scopeName } = require('./fixtures/util');
 const { postgres } = require('./fixtures/postgres');
 
 // How long to wait for a backend to be waiting for a lock.
 const WAIT_MS = 10000;
-
-function scopeName(prefix) {
-  return uniq(prefix).replace(/#/g, '-');
-}
 
 describe('openLockManager (PostgreSQL): sweeps', function () {
   this.timeout(30000);

@@ -7,7 +7,7 @@
 //   PostgreSQL database, with an admin connection of the driver's own that
 //   ends sessions (pg_terminate_backend), the server's restart (a server
 //   that test/fixtures/postgres.js started restartable) and TCP proxies
-//   that cut a process off the server (proxy.js).
+//   that cut a process off the server (test/fixtures/tcp-proxy.js).
 //
 // A scope:
 //   options(idx)        the openLockManager options of process idx (JSON)
@@ -65,7 +65,7 @@ async function machineWide({ openLockManager, scope, dir }) {
 //   gone. The server ends a backend as soon as its socket closes, the watcher
 //   that waits for its life lock wakes at once and sweeps it in one
 //   transaction: tens of milliseconds; a ring that missed the agent sees it
-//   within the watchers' slice (manager-postgres.js's WATCH_SLICE_MS, 1 s),
+//   within the watchers' slice (manager-postgres.js's WATCH_SLICE_MS, 250 ms),
 //   which test/postgres-ring.test.js takes away to check the ring alone.
 //   10 s allows an order of magnitude more for a loaded machine.
 // - SERVER_BOUND_MS: a fast shutdown, or a start (crash recovery is not
