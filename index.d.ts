@@ -35,10 +35,11 @@ export declare class Lock {
   /**
    * Not in the spec: this grant's fencing token. Each lock manager (the
    * process-wide `locks`, or one scope of openLockManager()) numbers its
-   * grants in increasing order (on PostgreSQL, skipping numbers), so a
-   * token is greater than every token the same manager gave before, whatever the name, thread or process: for one name, tokens
-   * increase in grant order, and a thief's is greater than the holders' it
-   * took the lock from. A resource can so refuse a holder that has lost its
+   * grants in increasing order (possibly skipping numbers), so a token is
+   * greater than every token the same manager gave before, whatever the
+   * name, thread or process: for one name, tokens increase in grant order,
+   * and a thief's is greater than the holders' it took the lock from. A
+   * resource can so refuse a holder that has lost its
    * lock, e.g. `UPDATE ... SET fence = $token WHERE id = $1 AND fence < $token`.
    */
   readonly token: bigint

@@ -76,8 +76,8 @@ function setUp () {
     if (request === undefined) return
     const events = io[IO_EVENTS]
     if (events & EV_GRANTED) {
-      // Below 2 ** 32 (years of grants), the low half alone: no arithmetic,
-      // and usually a small integer, which needs no heap number.
+      // Below 2 ** 32 (the first 4 billion grants of the manager), the low
+      // half alone: no arithmetic.
       const hi = io[IO_TOKEN_HI]
       request.token = hi === 0 ? io[IO_TOKEN_LO] : wideToken(hi, io[IO_TOKEN_LO])
     }

@@ -226,9 +226,10 @@ static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
 }
 
 /* The grant counter is the one thing recovery keeps without re-deriving it
- * (the records of released grants are gone). It is only ever raised: past
- * every kept record's token, which the counter precedes in any case, so
- * that no token is given twice. */
+ * (the records of released grants are gone). A crash cannot leave it below
+ * a kept record's token (it is stored before the token is), a damaged
+ * header can: it is raised past every one, so that no token is given
+ * twice, and never lowered. */
 static void wl__keep_grants(wl_manager_t *m, const wl_off_t *reqs, size_t n) {
   wl__hdr_t *h = WL__HDR(m);
   size_t i;
