@@ -39,8 +39,8 @@ export declare class Lock {
    * greater than every token the same manager gave before, whatever the
    * name, thread or process: for one name, tokens increase in grant order,
    * and a thief's is greater than the holders' it took the lock from. A
-   * resource can so refuse a holder that has lost its
-   * lock, e.g. `UPDATE ... SET fence = $token WHERE id = $1 AND fence < $token`.
+   * resource can so refuse a holder that has lost its lock, e.g.
+   * `UPDATE ... SET fence = $token WHERE id = $1 AND fence < $token`.
    */
   readonly token: bigint
 }
