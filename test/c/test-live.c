@@ -67,6 +67,9 @@ static void expect_granted_after_death(const char *point, int new_pid_ns) {
   ASSERT_EQ(0, pipe(ready));
   ASSERT_EQ(0, pipe(go));
   pid = holder(ready, go, point, new_pid_ns, &victim);
+  /* Only the holder writes ready: a holder that fails ends the read. */
+  close(ready[1]);
+  close(go[0]);
   ASSERT_EQ(1, read(ready[0], &byte, 1));
   m = tsegment_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, "waiter", 6, tignore_notify));
@@ -95,8 +98,6 @@ static void expect_granted_after_death(const char *point, int new_pid_ns) {
   wl_agent_close(&a);
   wl_segment_close(m);
   close(ready[0]);
-  close(ready[1]);
-  close(go[0]);
   close(go[1]);
   unlink(path);
 }

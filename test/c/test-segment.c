@@ -117,6 +117,8 @@ static void test_across_a_fork(void) {
   if (pid == 0) {
     wl_agent_t c;
     wl_request_t h;
+    close(to_child[1]);
+    close(to_parent[0]);
     m = tsegment_open(path, SIZE);
     ASSERT_EQ(0, wl_agent_init(m, &c, ID("child"), tignore_notify));
     ASSERT_EQ(WL_GRANTED_AT_ONCE,
@@ -128,6 +130,9 @@ static void test_across_a_fork(void) {
     wl_segment_close(m);
     _exit(0);
   }
+  /* Only the child writes to_parent: a child that fails ends the read. */
+  close(to_child[0]);
+  close(to_parent[1]);
   ASSERT_EQ(1, read(to_parent[0], &byte, 1));
   m = tsegment_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("parent"), tignore_notify));
@@ -141,10 +146,8 @@ static void test_across_a_fork(void) {
   ASSERT_EQ(1, wl_release(&r));
   wl_agent_close(&a);
   wl_segment_close(m);
-  close(to_child[0]);
   close(to_child[1]);
   close(to_parent[0]);
-  close(to_parent[1]);
   unlink(path);
 }
 
