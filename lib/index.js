@@ -123,6 +123,13 @@ class LockRequest {
     this.callback = callback
   }
 
+  // A backend that learns only after request() returned that the request
+  // waited (the PostgreSQL one) says so before the grant, for
+  // monitorContention().
+  queued () {
+    if (this.diagnostics !== undefined) WeakMapPrototypeSet(queuedStarts, this.diagnostics, true)
+  }
+
   deliver (events) {
     const grant = this.grant
     if (events & EV_GRANTED) {

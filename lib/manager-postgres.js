@@ -487,6 +487,8 @@ class PostgresBackend {
     const request = this.requests.get(Number(id))
     if (request === undefined) return
     if (kind === 'g') {
+      // Granted by a notification: it waited.
+      request.queued()
       request.token = SafeBigInt(token)
       request.deliver(EV_GRANTED)
     } else if (kind === 's') {

@@ -215,6 +215,29 @@ describe('openLockManager (PostgreSQL)', function () {
       h.release();
     });
 
+    it('tells monitorContention() which requests waited: those granted later, not those granted at once', async function () {
+      const monitor = api().monitorContention();
+      try {
+        const scope = scopeName('monitor');
+        const [a, b] = await Promise.all([open(scope), open(scope)]);
+        const name = `monitored-${process.pid}`;
+        await b.request(name, () => {});
+        const h = holdOn(a, name);
+        await h.granted;
+        const waiter = b.request(name, () => {});
+        await settledIn(b);
+        h.release();
+        await h.done;
+        await waiter;
+        const figures = monitor.figures().get(name);
+        assert.equal(figures.granted, 3);
+        assert.equal(figures.waited, 1);
+        assert.ok(figures.waitMs > 0, JSON.stringify(figures));
+      } finally {
+        monitor.stop();
+      }
+    });
+
     it('an aborted request leaves the queue; the signal reason rejects it', async function () {
       const scope = scopeName('abort');
       const [a, b] = await Promise.all([open(scope), open(scope)]);
