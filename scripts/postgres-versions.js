@@ -67,8 +67,7 @@ function main () {
   for (const major of majors) {
     const entry = ensure(major)
     const suite = run(entry, {}, ['--no-config', '--timeout', '30000', '--require', 'test/fixtures/postgres.js', 'test/postgres.test.js'])
-    const agents = run(entry, { WEB_LOCKS_TEST_AGENTS: 'postgres' }, ['--no-config', '--timeout', '20000',
-      '--require', 'test/fixtures/process-mode.js', 'test/threads.test.js', 'test/thread-end.test.js'])
+    const agents = run(entry, { WEB_LOCKS_TEST_AGENTS: 'postgres' }, ['--config', 'test/agents.mocharc.json'])
     results.push({ major, ok: suite && agents })
   }
   console.log('\nPostgreSQL  result')

@@ -44,8 +44,8 @@ function parse(argv) {
 
     else throw new Error(`unknown argument ${a} (use --seconds N, --seed S, --threads K or --processes K [--postgres [--restarts R] [--cut]], --quiet)`);
   }
-  if ((opts.postgres || opts.cut || opts.restarts !== undefined || opts.restartAt) && !opts.processes) opts.processes = 4;
   if ((opts.cut || opts.restarts !== undefined || opts.restartAt) && !opts.postgres) throw new Error('--cut, --restarts and --restart-at go with --postgres');
+  if (opts.postgres && !opts.processes) opts.processes = 4;
   return opts;
 }
 
