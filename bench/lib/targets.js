@@ -78,6 +78,23 @@ const WEB_LOCKS_COST = 'A web-locks request crosses into native code to request 
   'promise jobs that run the callback and settle the request.'
 const UNCONTENDED_WHY = `runExclusive is microtasks only: it runs the callback as soon as its promise settles. ${WEB_LOCKS_COST}`
 
+// "Every round completes", from each point's web-locks cell: [{ label,
+// cell, rounds, extra (after the rounds count) }].
+function roundsVerdict (points) {
+  if (!points.length) return { status: 'not run', summary: 'no figures in this run' }
+  return {
+    status: points.every((p) => !p.cell.fail && !p.cell.partial) ? 'PASS' : 'MISS',
+    summary: points.map((p) => `${p.label}: ${p.cell.fail ||
+      (p.cell.partial ? 'failed after some rounds' : `${p.rounds || '?'} rounds completed${p.extra || ''}`)}`).join('; ')
+  }
+}
+
+function roundsWhy (points) {
+  return points.filter((p) => p.cell.fail || p.cell.partial)
+    .map((p) => `${p.label}: ${p.cell.fail}${p.cell.detail ? ` (${p.cell.detail})` : ''}`).join('; ') +
+    '. A round that does not end has a process waiting with no one holding the lock, or a holder that was never told.'
+}
+
 function pct (x) {
   return `${Math.round(x * 100)}%`
 }
@@ -290,18 +307,10 @@ function scopeTargets (rows, add, result) {
         'waiter\'s event loop polls the FIFO (a thread is woken with uv_async instead), drains its mailbox and runs the callback.'
     })
 
-  const contention = [2, 4, 8].map((n) => ({ n, o: result(`scope/contention/${n}`, 'web-locks-scope') }))
-  const ran = [2, 4, 8].filter((n) => rows.get(`scope.contention.${n}.rate`) && rows.get(`scope.contention.${n}.rate`).cells['web-locks'])
-  const cellOf = (n) => rows.get(`scope.contention.${n}.rate`).cells['web-locks']
+  const scopeRounds = [2, 4, 8].filter((n) => rows.get(`scope.contention.${n}.rate`) && rows.get(`scope.contention.${n}.rate`).cells['web-locks'])
+    .map((n) => ({ label: `${n} processes`, cell: rows.get(`scope.contention.${n}.rate`).cells['web-locks'], rounds: result(`scope/contention/${n}`, 'web-locks-scope').rounds }))
   add('Across processes, 2/4/8 processes contending on 1 name: every round completes (no lost wake-up)',
-    ran.length
-      ? {
-          status: ran.every((n) => !cellOf(n).fail && !cellOf(n).partial) ? 'PASS' : 'MISS',
-          summary: ran.map((n) => `${n} processes: ${cellOf(n).fail || (cellOf(n).partial ? 'failed after some rounds' : `${contention.find((c) => c.n === n).o.rounds || '?'} rounds completed`)}`).join('; ')
-        }
-      : { status: 'not run', summary: 'no figures in this run' },
-    () => ran.filter((n) => cellOf(n).fail || cellOf(n).partial).map((n) => `${n} processes: ${cellOf(n).fail}${cellOf(n).detail ? ` (${cellOf(n).detail})` : ''}`).join('; ') +
-      '. A round that does not end has a process waiting with no one holding the lock, or a holder that was never told.')
+    roundsVerdict(scopeRounds), () => roundsWhy(scopeRounds))
 
   const fairness = [2, 4, 8].map((n) => rows.get(`scope.contention.${n}.fairness`)).filter((row) => row && value(row, 'web-locks') !== undefined)
   add('Across processes, 2/4/8 processes contending: no process starved (min/max grants per process >= 0.5)',
@@ -377,22 +386,16 @@ function postgresTargets (rows, add, result) {
         'horizon passes them, which a watcher\'s wait for its neighbour\'s life lock holds back for its slice (250 ms).'
     })
 
-  const contention = [1, 100].map((names) => ({ names, row: rows.get(`postgres.contention.${names}.rate`) }))
+  const pgRounds = [1, 100].map((names) => ({ names, row: rows.get(`postgres.contention.${names}.rate`) }))
     .filter((c) => c.row && c.row.cells['web-locks'])
-  const rateText = (c) => (c.row.cells['web-locks'].fail ? '' : ` ${format.rate(value(c.row, 'web-locks'))}` +
-    (value(c.row, 'reference') ? ` (advisory locks ${format.rate(value(c.row, 'reference'))})` : ''))
+    .map((c) => ({
+      label: `${c.names} name${c.names > 1 ? 's' : ''}`,
+      cell: c.row.cells['web-locks'],
+      rounds: result(`postgres/contention/${c.names}`, 'web-locks-postgres').rounds,
+      extra: `, ${format.rate(value(c.row, 'web-locks'))}` + (value(c.row, 'reference') ? ` (advisory locks ${format.rate(value(c.row, 'reference'))})` : '')
+    }))
   add('PostgreSQL, 50 processes on 1 name and on 100 names: every process finishes (no lost wake-up); grants per second',
-    contention.length
-      ? {
-          status: contention.every((c) => !c.row.cells['web-locks'].fail && !c.row.cells['web-locks'].partial) ? 'PASS' : 'MISS',
-          summary: contention.map((c) => `${c.names} name${c.names > 1 ? 's' : ''}: ${c.row.cells['web-locks'].fail ||
-            (c.row.cells['web-locks'].partial ? 'failed after some rounds' : `${result(`postgres/contention/${c.names}`, 'web-locks-postgres').rounds || '?'} rounds completed,`)}` +
-            rateText(c)).join('; ')
-        }
-      : { status: 'not run', summary: 'no figures in this run' },
-    () => contention.filter((c) => c.row.cells['web-locks'].fail || c.row.cells['web-locks'].partial)
-      .map((c) => `${c.names} name(s): ${c.row.cells['web-locks'].fail}${c.row.cells['web-locks'].detail ? ` (${c.row.cells['web-locks'].detail})` : ''}`).join('; ') +
-      '. A round that does not end has a process waiting with no one holding the lock, or a holder that was never told.')
+    roundsVerdict(pgRounds), () => roundsWhy(pgRounds))
 
   // Judged on 1 name, where the order of service is the manager's; on 100
   // names each process draws its names at random, and a few dozen grants
