@@ -56,17 +56,16 @@ const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', s
 // numbers without making JS values: a native request's result (index 0,
 // read by the backends), and the id and events of the delivery it
 // dispatches (IO_ID, IO_EVENTS), with a grant's fencing token in two halves
-// (IO_TOKEN_LO, IO_TOKEN_HI). The binding's exports
-// object is one per thread even when this file is evaluated more than once
-// (test runners with per-file module registries), so both live there.
-// Without a prototype, no index setter of Array.prototype can intercept a
-// store.
+// (IO_TOKEN_LO, IO_TOKEN_HI). The binding's exports object is one per
+// thread even when this file is evaluated more than once (test runners with
+// per-file module registries), so both live there (the backends file
+// requests in the table, manager-process.js). Without a prototype, no index
+// setter of Array.prototype can intercept a store.
 const IO_ID = 1
 const IO_EVENTS = 2
 const IO_TOKEN_LO = 3
 const IO_TOKEN_HI = 4
 if (!Object.hasOwn(binding, 'requests')) setUp()
-const { requests, io } = binding
 
 function setUp () {
   const table = []
@@ -417,7 +416,7 @@ function requestLock (backend, name, options, callback) {
     request.reject = reject
   })
   if (request.reject === undefined) return promise
-  let result
+  let queued
   try {
     // The abort steps are in place before anything user-visible runs (a
     // start subscriber may abort the signal).
@@ -425,19 +424,14 @@ function requestLock (backend, name, options, callback) {
       watch(signal, request)
       if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
     }
-    result = backend.request(name, (mode === 'shared' ? SHARED : 0) | (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0), request)
+    queued = backend.request(name, (mode === 'shared' ? SHARED : 0) | (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0), request)
   } catch (error) {
     request.settled = true // never made: its abort steps must do nothing
     if (signal !== undefined) unwatch(signal, request)
     throw error
   }
-  if (result >= 0) {
-    const id = result >>> 1
-    request.id = id
-    requests[id] = request
-  }
   try {
-    if (startChannel.hasSubscribers) publishStart(request, result >= 0 && (result & 1) === 0)
+    if (startChannel.hasSubscribers) publishStart(request, queued)
   } catch {
     // Only a RangeError near the stack limit lands here (Node reports a
     // subscriber's own errors itself); the request stands without its event.

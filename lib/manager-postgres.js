@@ -540,7 +540,8 @@ class PostgresBackend {
       })
     this.making.set(id, made)
     made.then(() => this.making.delete(id))
-    return -1
+    // Whether it waits is known once its call is done (see queued()).
+    return false
   }
 
   // A call for a request failed: if the session is gone, so is every

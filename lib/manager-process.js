@@ -5,12 +5,12 @@
 //
 // A backend is what the shim (index.js) needs of a manager:
 // - request(name, how, request): makes the request (how: the mode in bit 0,
-//   the flags above it, events.js). A native backend returns its slot's
-//   id * 2, + 1 if the lock was free, and the shim files the request in the
-//   thread's table (binding.requests) under that id, for the deliveries the
-//   binding dispatches; another returns -1, having given request.id a
-//   number of its own. Either calls request.deliver(events) later for a
-//   grant (request.token set first), a miss or a steal.
+//   the flags above it, events.js), gives request.id a number, and returns
+//   whether the request is known to wait. It calls request.deliver(events)
+//   later for a grant (request.token set first), a miss or a steal. A
+//   native backend files the request in the thread's table
+//   (binding.requests) under its slot's id, for the deliveries the binding
+//   dispatches.
 // - release(request): whether the lock was still held (false: stolen), or a
 //   promise that never rejects, of that or of the error to reject the
 //   request with (its agent was lost).
@@ -29,9 +29,14 @@
 function nativeBackend ({ requests, io }, ops) {
   const backend = {
     closed: false,
-    request (name, how) {
+    request (name, how, request) {
       ops.request(name, how)
-      return io[0]
+      // The slot's id * 2, + 1 if the lock was free.
+      const result = io[0]
+      const id = result >>> 1
+      request.id = id
+      requests[id] = request
+      return (result & 1) === 0
     },
     release (request) {
       requests[request.id] = undefined
