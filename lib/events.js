@@ -2,12 +2,18 @@
 
 // What the shim and a backend tell each other about a request: its mode
 // (bit 0) and flags (the bits above), as the binding takes them, and the
-// events a backend delivers (the binding's WL_EV_*).
+// events a backend delivers (the binding's WL_EV_*); and the slots of the
+// binding's io array (binding.c's WLB_IO_*).
 module.exports = Object.freeze({
   SHARED: 1,
   IF_AVAILABLE: 2,
   STEAL: 4,
   EV_GRANTED: 1,
   EV_UNAVAILABLE: 2,
-  EV_STOLEN: 4
+  EV_STOLEN: 4,
+  IO_RESULT: 0,
+  IO_ID: 1,
+  IO_EVENTS: 2,
+  IO_TOKEN_LO: 3,
+  IO_TOKEN_HI: 4
 })

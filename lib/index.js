@@ -22,7 +22,9 @@ const {
 const { processBackend } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./manager-postgres.js')
-const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('./events.js')
+const {
+  SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN, IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI
+} = require('./events.js')
 
 // How a request that did not succeed ended, for monitorContention().
 const STOLEN = 'stolen'
@@ -53,7 +55,7 @@ const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', s
 
 // This thread's requests of native managers, indexed by native id (small
 // integers, reused), and the Uint32Array through which the binding passes
-// numbers without making JS values: a native request's result (index 0,
+// numbers without making JS values: a native request's result (IO_RESULT,
 // read by the backends), and the id and events of the delivery it
 // dispatches (IO_ID, IO_EVENTS), with a grant's fencing token in two halves
 // (IO_TOKEN_LO, IO_TOKEN_HI). The binding's exports object is one per
@@ -61,10 +63,6 @@ const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', s
 // per-file module registries), so both live there (the backends file
 // requests in the table, manager-process.js). Without a prototype, no index
 // setter of Array.prototype can intercept a store.
-const IO_ID = 1
-const IO_EVENTS = 2
-const IO_TOKEN_LO = 3
-const IO_TOKEN_HI = 4
 if (!Object.hasOwn(binding, 'requests')) setUp()
 
 function setUp () {

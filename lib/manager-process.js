@@ -23,6 +23,8 @@
 //   it that is not done gets request.drop(). May return a promise.
 // - closed: whether it has.
 
+const { IO_RESULT } = require('./events.js')
+
 // A backend on the core: the native calls `ops` ({ request(name, how),
 // release(id), abort(id), query(), close() if the agent can leave }) of the
 // binding whose table and io the requests go through.
@@ -32,7 +34,7 @@ function nativeBackend ({ requests, io }, ops) {
     request (name, how, request) {
       ops.request(name, how)
       // The slot's id * 2, + 1 if the lock was free.
-      const result = io[0]
+      const result = io[IO_RESULT]
       const id = result >>> 1
       request.id = id
       requests[id] = request
