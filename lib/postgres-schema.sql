@@ -94,11 +94,23 @@ CREATE INDEX ON @schema@.agents (scope, id);
 -- steps for that name. Names are UTF-16 code units (little-endian), stored
 -- exactly: text cannot hold a lone surrogate. Found by their digest, since a
 -- name may be larger than an index entry.
+--
+-- The row also counts the name's requests, so that the steps decide from
+-- it alone: how many locks are held (and whether the held one is
+-- exclusive) and how many requests are queued. Every step that adds,
+-- grants or removes a request updates them in its transaction. Looking at
+-- the requests instead would step over the dead index entries that every
+-- grant and release leaves until vacuum's horizon passes them: for a name
+-- locked and released over and over, every one since the last vacuum. The
+-- counts are not indexed, so their updates are heap-only (HOT).
 CREATE UNLOGGED TABLE @schema@.names (
   id bigserial PRIMARY KEY,
   scope text NOT NULL,
   digest bytea NOT NULL,
   name bytea NOT NULL,
+  held integer NOT NULL DEFAULT 0,
+  exclusive boolean NOT NULL DEFAULT false,
+  queued integer NOT NULL DEFAULT 0,
   UNIQUE (scope, digest)
 );
 
@@ -115,81 +127,63 @@ CREATE UNLOGGED TABLE @schema@.requests (
   token bigint,
   PRIMARY KEY (agent, local_id)
 );
--- A name's held locks, newest grant last, and its queue in order, each
--- found without reading the other. Each grant and release leaves a dead
--- entry in them, which stays until vacuum's horizon passes it (see the
--- watcher's slices in lib/manager-postgres.js), so the steps look where
--- the live entries are: the newest held lock first, and the queue after a
--- bound. Queue order makes that bound: a request is granted from the queue
--- only after every request queued before it, and granted at once only when
--- nothing is queued, so every queued request has a greater id than a held
--- lock's (a thief, granted ahead of the queue, has the id 0). And a name
--- with nothing held has nothing queued: every step that frees a name
--- processes its queue.
-CREATE INDEX ON @schema@.requests (name_id, token) WHERE token IS NOT NULL;
-CREATE INDEX ON @schema@.requests (name_id, id) WHERE token IS NULL;
+-- A name's requests in id order: its held locks first, then its queue.
+-- A request is granted from the queue only after every request queued
+-- before it, and granted at once only when nothing is queued, so every
+-- queued request has a greater id than a held lock's (a thief, granted
+-- ahead of the queue, has the id 0). Each step reads the queue after a
+-- bound, past the held locks and the dead entries of requests that have
+-- gone, which stay until vacuum's horizon passes them (see names above, and
+-- the watcher's slices in lib/manager-postgres.js). The token is in no
+-- index, so that a grant from the queue is a heap-only update; and no index
+-- is partial, since the planner may then scan one whole for a request
+-- looked up by its primary key, believing it small.
+CREATE INDEX ON @schema@.requests (name_id, id);
 
 -- An agent's notification channel.
 CREATE FUNCTION @schema@.channel(p_agent integer) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT 'web_locks.@key@.' || p_agent $$;
 
 -- Grants what the queue of a locked name allows (spec 4.4): the first
--- requests while each is grantable. Each grant gets the next token and is
--- notified to its agent as '<local id> g <token>'. Every queued request has
--- an id above p_after; p_free says that nothing is held (the caller has
--- just released an exclusive lock). Every statement is planned to stop at
--- its first row (LIMIT 1, a primary key): the queue may be long, and a plan
--- made when the table was small must stay right.
-CREATE FUNCTION @schema@.process(p_name bigint, p_after bigint, p_free boolean) RETURNS void
+-- requests while each is grantable, and counts them in the name's row. Each
+-- grant gets the next token and is notified to its agent as
+-- '<local id> g <token>'. Every queued request has an id above p_after;
+-- p_held locks are held, exclusive if p_exclusive (the name's counts after
+-- the caller's step). Every statement is planned to stop at its first row
+-- (LIMIT 1, a primary key): the queue may be long, and a plan made when
+-- the table was small must stay right.
+CREATE FUNCTION @schema@.process(p_name bigint, p_after bigint, p_held integer, p_exclusive boolean)
+RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
   head bigint;
   head_agent integer;
   head_local bigint;
   head_shared boolean;
-  -- Null if nothing is held: the held locks of a name are one exclusive or
-  -- any number of shared, so any one of them tells which.
-  held_exclusive boolean;
+  now_held integer := p_held;
+  now_exclusive boolean := p_exclusive;
+  granted integer := 0;
   notified integer;
 BEGIN
   SELECT id, agent, local_id, shared INTO head, head_agent, head_local, head_shared
     FROM @schema@.requests WHERE name_id = p_name AND token IS NULL AND id > p_after ORDER BY id LIMIT 1;
-  IF NOT FOUND THEN
-    RETURN;
-  END IF;
-  IF NOT p_free THEN
-    SELECT NOT shared INTO held_exclusive FROM @schema@.requests
-      WHERE name_id = p_name AND token IS NOT NULL ORDER BY token DESC LIMIT 1;
-  END IF;
-  WHILE head IS NOT NULL AND (held_exclusive IS NULL OR (NOT held_exclusive AND head_shared)) LOOP
-    WITH granted AS (
+  WHILE head IS NOT NULL AND (now_held = 0 OR (NOT now_exclusive AND head_shared)) LOOP
+    WITH g AS (
       UPDATE @schema@.requests SET token = @schema@.token()
         WHERE agent = head_agent AND local_id = head_local
         RETURNING agent, local_id, token)
-    SELECT count(pg_notify(@schema@.channel(agent), local_id || ' g ' || token)) INTO notified FROM granted;
-    EXIT WHEN NOT head_shared;
-    held_exclusive := false;
+    SELECT count(pg_notify(@schema@.channel(agent), local_id || ' g ' || token)) INTO notified FROM g;
+    now_held := now_held + 1;
+    now_exclusive := NOT head_shared;
+    granted := granted + 1;
+    EXIT WHEN now_exclusive;
     SELECT id, agent, local_id, shared INTO head, head_agent, head_local, head_shared FROM @schema@.requests
       WHERE name_id = p_name AND token IS NULL AND id > head ORDER BY id LIMIT 1;
   END LOOP;
-END $$;
-
--- The row of a name, locked, made on first use: request()'s way when the
--- name is not in use.
-CREATE FUNCTION @schema@.lock_name(p_scope text, p_name bytea) RETURNS bigint
-LANGUAGE plpgsql AS $$
-DECLARE
-  d bytea := sha256(p_name);
-  n bigint;
-BEGIN
-  LOOP
-    SELECT id INTO n FROM @schema@.names WHERE scope = p_scope AND digest = d FOR UPDATE;
-    IF FOUND THEN
-      RETURN n;
-    END IF;
-    INSERT INTO @schema@.names (scope, digest, name) VALUES (p_scope, d, p_name)
-      ON CONFLICT DO NOTHING;
-  END LOOP;
+  IF granted > 0 THEN
+    UPDATE @schema@.names SET held = now_held, exclusive = now_exclusive, queued = queued - granted
+      WHERE id = p_name;
+  END IF;
 END $$;
 
 -- Request a lock (spec 4.1, from "queue the following steps to the lock task
@@ -207,8 +201,11 @@ CREATE FUNCTION @schema@.request(p_agent integer, p_local bigint, p_scope text, 
 LANGUAGE plpgsql AS $$
 DECLARE
   n bigint;
+  now_held integer;
+  now_exclusive boolean;
+  now_queued integer;
+  granted boolean;
   v bigint;
-  t bigint;
   notified integer;
 BEGIN
   IF p_pooled THEN
@@ -217,32 +214,47 @@ BEGIN
       RAISE EXCEPTION 'web-locks: agent % has been ended', p_agent USING ERRCODE = 'WLGON';
     END IF;
   END IF;
-  SELECT id INTO n FROM @schema@.names WHERE scope = p_scope AND digest = sha256(p_name) FOR UPDATE;
-  IF NOT FOUND THEN
-    n := @schema@.lock_name(p_scope, p_name);
-  END IF;
+  -- The name's row, locked; made on first use.
+  LOOP
+    SELECT id, held, exclusive, queued INTO n, now_held, now_exclusive, now_queued
+      FROM @schema@.names WHERE scope = p_scope AND digest = sha256(p_name) FOR UPDATE;
+    EXIT WHEN FOUND;
+    INSERT INTO @schema@.names (scope, digest, name) VALUES (p_scope, sha256(p_name), p_name)
+      ON CONFLICT DO NOTHING;
+  END LOOP;
   IF p_steal THEN
-    WITH robbed AS (
-      DELETE FROM @schema@.requests WHERE name_id = n AND token IS NOT NULL
-        RETURNING agent, local_id)
-    SELECT count(pg_notify(@schema@.channel(agent), local_id || ' s')) INTO notified FROM robbed;
+    IF now_held > 0 THEN
+      -- The held locks come first in id order: no need to read the queue.
+      WITH robbed AS (
+        DELETE FROM @schema@.requests WHERE (agent, local_id) IN (
+            SELECT agent, local_id FROM @schema@.requests WHERE name_id = n AND token IS NOT NULL
+              ORDER BY id LIMIT now_held)
+          RETURNING agent, local_id)
+      SELECT count(pg_notify(@schema@.channel(agent), local_id || ' s')) INTO notified FROM robbed;
+      now_held := 0;
+    END IF;
+    granted := true;
+  ELSE
+    -- Granted if nothing is held, or if shared locks are held and nothing
+    -- is queued (behind them).
+    granted := now_held = 0 OR (p_shared AND NOT now_exclusive AND now_queued = 0);
+    IF NOT granted AND p_if_available THEN
+      RETURN NULL;
+    END IF;
   END IF;
   v := @schema@.token();
-  -- Granted unless the newest held lock conflicts or, if it does not, a
-  -- request is queued (after it); a thief, whose robbed locks this
-  -- statement does not see, goes first. Not inserted if it would wait and
-  -- may not.
+  IF granted THEN
+    now_held := now_held + 1;
+    now_exclusive := NOT p_shared;
+  ELSE
+    now_queued := now_queued + 1;
+  END IF;
+  -- A thief goes first: the id 0, before every queued request.
+  WITH counts AS (
+    UPDATE @schema@.names SET held = now_held, exclusive = now_exclusive, queued = now_queued WHERE id = n)
   INSERT INTO @schema@.requests (agent, local_id, id, name_id, shared, token)
-    SELECT p_agent, p_local, CASE WHEN p_steal THEN 0 ELSE v END, n, p_shared,
-        CASE WHEN blocked THEN NULL ELSE v END
-    FROM (SELECT h.id IS NOT NULL AND (NOT (p_shared AND h.shared)
-          OR EXISTS (SELECT 1 FROM @schema@.requests q WHERE q.name_id = n AND q.token IS NULL AND q.id > h.id))
-          AS blocked
-        FROM (VALUES (1)) one LEFT JOIN LATERAL (SELECT id, shared FROM @schema@.requests
-          WHERE name_id = n AND token IS NOT NULL ORDER BY token DESC LIMIT 1) h ON true) s
-    WHERE NOT (blocked AND p_if_available)
-    RETURNING coalesce(token, 0) INTO t;
-  RETURN t;
+    VALUES (p_agent, p_local, CASE WHEN p_steal THEN 0 ELSE v END, n, p_shared, CASE WHEN granted THEN v END);
+  RETURN CASE WHEN granted THEN v ELSE 0 END;
 END $$;
 
 -- Takes an agent's request out of its manager, if it is held (p_held) or
@@ -253,32 +265,36 @@ CREATE FUNCTION @schema@.remove(p_agent integer, p_local bigint, p_held boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
   n bigint;
-  after bigint;
-  free boolean;
-  queued boolean;
+  now_held integer;
+  now_exclusive boolean;
+  now_queued integer;
+  gone bigint;
 BEGIN
-  SELECT id INTO n FROM @schema@.names
+  SELECT id, held, exclusive, queued INTO n, now_held, now_exclusive, now_queued FROM @schema@.names
     WHERE id = (SELECT name_id FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local)
     FOR UPDATE;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  -- Whether anything else waits (this statement does not see its own
-  -- delete): if not, there is nothing to process. After a held lock, the
-  -- queue starts past its id.
-  WITH gone AS (
+  IF p_held THEN
+    now_held := now_held - 1;
+  ELSE
+    now_queued := now_queued - 1;
+  END IF;
+  WITH r AS (
     DELETE FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local
       AND (token IS NOT NULL) = p_held
-      RETURNING id, shared)
-  SELECT CASE WHEN p_held THEN gone.id ELSE 0 END, p_held AND NOT gone.shared,
-      EXISTS (SELECT 1 FROM @schema@.requests q WHERE q.name_id = n AND q.token IS NULL
-        AND q.id > CASE WHEN p_held THEN gone.id ELSE 0 END AND q.id <> gone.id)
-    INTO after, free, queued FROM gone;
+      RETURNING id)
+  UPDATE @schema@.names SET held = now_held, queued = now_queued FROM r WHERE names.id = n
+    RETURNING r.id INTO gone;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  IF queued THEN
-    PERFORM @schema@.process(n, after, free);
+  -- While locks are held, the head of the queue waits for them (each step
+  -- that could let it go processes the queue): a release that leaves locks
+  -- held grants nothing. After a held lock, the queue starts past its id.
+  IF now_queued > 0 AND (now_held = 0 OR NOT p_held) THEN
+    PERFORM @schema@.process(n, CASE WHEN p_held THEN gone ELSE 0 END, now_held, now_exclusive);
   END IF;
   RETURN true;
 END $$;
@@ -290,6 +306,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
   name_ids bigint[];
   n bigint;
+  now_held integer;
+  now_exclusive boolean;
 BEGIN
   PERFORM 1 FROM @schema@.agents WHERE id = p_agent FOR UPDATE;
   IF NOT FOUND THEN
@@ -298,9 +316,18 @@ BEGIN
   SELECT coalesce(array_agg(DISTINCT name_id ORDER BY name_id), '{}') INTO name_ids
     FROM @schema@.requests WHERE agent = p_agent;
   PERFORM 1 FROM @schema@.names WHERE id = ANY (name_ids) ORDER BY id FOR UPDATE;
-  DELETE FROM @schema@.requests WHERE agent = p_agent;
-  FOREACH n IN ARRAY name_ids LOOP
-    PERFORM @schema@.process(n, 0, false);
+  WITH gone AS (
+    DELETE FROM @schema@.requests WHERE agent = p_agent
+      RETURNING name_id, token IS NOT NULL AS was_held),
+  counts AS (
+    SELECT name_id, count(*) FILTER (WHERE was_held) AS held_gone,
+        count(*) FILTER (WHERE NOT was_held) AS queued_gone
+      FROM gone GROUP BY name_id)
+  UPDATE @schema@.names SET held = held - held_gone, queued = queued - queued_gone
+    FROM counts WHERE id = counts.name_id;
+  FOR n, now_held, now_exclusive IN
+      SELECT id, held, exclusive FROM @schema@.names WHERE id = ANY (name_ids) AND queued > 0 ORDER BY id LOOP
+    PERFORM @schema@.process(n, 0, now_held, now_exclusive);
   END LOOP;
   DELETE FROM @schema@.agents WHERE id = p_agent;
 END $$;
