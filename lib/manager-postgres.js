@@ -239,9 +239,9 @@ function statements (target) {
   const named = (name, text) => ({ name: `web_locks_${target.key}_${name}`, text })
   return {
     join: { text: `SELECT ${q}.join($1, $2) AS agent, pg_backend_pid() AS pid` },
-    request: named('request', `SELECT ${q}.request($1, $2, $3, $4, $5, $6, $7, $8) AS token`),
-    release: named('release', `SELECT ${q}.remove($1, $2, true) AS held`),
-    abort: named('abort', `SELECT ${q}.remove($1, $2, false) AS removed`),
+    request: named('request', `SELECT token, in_row FROM ${q}.request($1, $2, $3, $4, $5, $6, $7, $8)`),
+    release: named('release', `SELECT ${q}.remove($1, $2, true, $3) AS held`),
+    abort: named('abort', `SELECT ${q}.remove($1, $2, false, NULL) AS removed`),
     leave: { text: `SELECT ${q}.leave($1)` },
     sweep: named('sweep', `SELECT ${q}.sweep($1, $2) AS ended`),
     neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),
@@ -293,6 +293,9 @@ class PostgresBackend {
   making = new Map()
   // Requests robbed before their grant was read (see notified()).
   stolenEarly = new Set()
+  // The locks held in their name's row (granted at once on a free name),
+  // by local id: the name's id, which their release gives.
+  inRow = new Map()
   nextId = 1
   current = null
   connecting = null
@@ -516,11 +519,12 @@ class PostgresBackend {
       return this.call(session, this.sql.request, values).then(({ rows }) => {
         if (this.requests.get(id) !== request) return
         // Its token if granted, '0' if queued, null if not available.
-        const { token } = rows[0]
+        const { token, in_row: inRow } = rows[0]
         if (token === null) {
           request.deliver(EV_UNAVAILABLE)
         } else if (token !== '0') {
           request.token = SafeBigInt(token)
+          if (inRow !== null) this.inRow.set(id, inRow)
           if (this.stolenEarly.delete(id)) {
             this.forget(request)
             request.deliver(EV_GRANTED | EV_STOLEN)
@@ -558,16 +562,19 @@ class PostgresBackend {
 
   forget (request) {
     this.requests.delete(request.id)
+    this.inRow.delete(request.id)
     this.refresh()
   }
 
   // Whether the lock was still held, or the error of a lost session: a
   // promise that never rejects.
   release (request) {
+    const inRow = this.inRow.get(request.id)
     this.forget(request)
     const session = this.current
     if (session === null) return Promise.resolve(lostError())
-    return this.call(session, this.sql.release, [session.agent, request.id]).then(({ rows }) => rows[0].held === true, lostError)
+    return this.call(session, this.sql.release, [session.agent, request.id, inRow === undefined ? null : inRow])
+      .then(({ rows }) => rows[0].held === true, lostError)
   }
 
   // The database takes the request out of its queue once its request call
@@ -620,6 +627,7 @@ class PostgresBackend {
     const dropped = [...this.requests.values()]
     this.requests.clear()
     this.stolenEarly.clear()
+    this.inRow.clear()
     for (const request of dropped) request.drop(error)
   }
 

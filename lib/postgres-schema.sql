@@ -101,8 +101,15 @@ CREATE INDEX ON @schema@.agents (scope, id);
 -- grants or removes a request updates them in its transaction. Looking at
 -- the requests instead would step over the dead index entries that every
 -- grant and release leaves until vacuum's horizon passes them: for a name
--- locked and released over and over, every one since the last vacuum. The
--- counts are not indexed, so their updates are heap-only (HOT).
+-- locked and released over and over, every one since the last vacuum.
+--
+-- And the row holds the lock granted at once on a free name itself
+-- (holder_*, empty when holder_agent is null; its token is also its id in
+-- queue order), with no row in requests: an uncontended request and its
+-- release are then one update of this row each, with no index entry to
+-- write (none of these columns is indexed, so the updates are heap-only).
+-- The other held locks (shared ones granted beside it, grants from the
+-- queue, thieves) and every queued request are rows of requests.
 CREATE UNLOGGED TABLE @schema@.names (
   id bigserial PRIMARY KEY,
   scope text NOT NULL,
@@ -111,6 +118,10 @@ CREATE UNLOGGED TABLE @schema@.names (
   held integer NOT NULL DEFAULT 0,
   exclusive boolean NOT NULL DEFAULT false,
   queued integer NOT NULL DEFAULT 0,
+  holder_agent integer,
+  holder_local bigint,
+  holder_token bigint,
+  holder_shared boolean,
   UNIQUE (scope, digest)
 );
 
@@ -188,22 +199,25 @@ END $$;
 
 -- Request a lock (spec 4.1, from "queue the following steps to the lock task
 -- queue"), for an agent of p_scope. Returns its token if it is granted now,
--- 0 if it is queued, null if it is not available (ifAvailable). Robbed
--- holders are notified '<local id> s'. Its statements are few: the cost of
--- a call is mostly theirs.
+-- 0 if it is queued, null if it is not available (ifAvailable); and the
+-- name's id if the lock is held in the name's row (release it with that).
+-- Robbed holders are notified '<local id> s'.
 --
 -- p_pooled: the call does not come on the agent's session, which may have
 -- ended meanwhile; its row is then locked (leave() locks it to end it) and
 -- an agent that has been ended gets SQLSTATE WLGON. A call on the session
 -- needs no such check: the session is the agent's life.
 CREATE FUNCTION @schema@.request(p_agent integer, p_local bigint, p_scope text, p_name bytea,
-    p_shared boolean, p_if_available boolean, p_steal boolean, p_pooled boolean) RETURNS bigint
+    p_shared boolean, p_if_available boolean, p_steal boolean, p_pooled boolean,
+    OUT token bigint, OUT in_row bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   n bigint;
   now_held integer;
   now_exclusive boolean;
   now_queued integer;
+  now_holder integer;
+  now_holder_local bigint;
   granted boolean;
   v bigint;
   notified integer;
@@ -214,20 +228,39 @@ BEGIN
       RAISE EXCEPTION 'web-locks: agent % has been ended', p_agent USING ERRCODE = 'WLGON';
     END IF;
   END IF;
+  -- A free name: held in its row, in one statement. The row is updated
+  -- only if it is free in its newest version (PostgreSQL evaluates the
+  -- update again on that version if another transaction changed it), and
+  -- so the token, drawn for that version, follows the release before it.
+  IF NOT p_steal THEN
+    UPDATE @schema@.names SET held = 1, exclusive = NOT p_shared, holder_agent = p_agent,
+        holder_local = p_local, holder_token = @schema@.token(), holder_shared = p_shared
+      WHERE scope = p_scope AND digest = sha256(p_name) AND held = 0
+      RETURNING holder_token, id INTO token, in_row;
+    IF FOUND THEN
+      RETURN;
+    END IF;
+  END IF;
   -- The name's row, locked; made on first use.
   LOOP
-    SELECT id, held, exclusive, queued INTO n, now_held, now_exclusive, now_queued
+    SELECT id, held, exclusive, queued, holder_agent, holder_local
+      INTO n, now_held, now_exclusive, now_queued, now_holder, now_holder_local
       FROM @schema@.names WHERE scope = p_scope AND digest = sha256(p_name) FOR UPDATE;
     EXIT WHEN FOUND;
     INSERT INTO @schema@.names (scope, digest, name) VALUES (p_scope, sha256(p_name), p_name)
       ON CONFLICT DO NOTHING;
   END LOOP;
   IF p_steal THEN
+    IF now_holder IS NOT NULL THEN
+      PERFORM pg_notify(@schema@.channel(now_holder), now_holder_local || ' s');
+      now_held := now_held - 1;
+      now_holder := NULL;
+    END IF;
     IF now_held > 0 THEN
       -- The held locks come first in id order: no need to read the queue.
       WITH robbed AS (
         DELETE FROM @schema@.requests WHERE (agent, local_id) IN (
-            SELECT agent, local_id FROM @schema@.requests WHERE name_id = n AND token IS NOT NULL
+            SELECT agent, local_id FROM @schema@.requests WHERE name_id = n AND requests.token IS NOT NULL
               ORDER BY id LIMIT now_held)
           RETURNING agent, local_id)
       SELECT count(pg_notify(@schema@.channel(agent), local_id || ' s')) INTO notified FROM robbed;
@@ -239,29 +272,40 @@ BEGIN
     -- is queued (behind them).
     granted := now_held = 0 OR (p_shared AND NOT now_exclusive AND now_queued = 0);
     IF NOT granted AND p_if_available THEN
-      RETURN NULL;
+      RETURN;
     END IF;
   END IF;
   v := @schema@.token();
+  IF granted AND now_held = 0 AND NOT p_steal THEN
+    UPDATE @schema@.names SET held = 1, exclusive = NOT p_shared, holder_agent = p_agent,
+        holder_local = p_local, holder_token = v, holder_shared = p_shared
+      WHERE id = n;
+    token := v;
+    in_row := n;
+    RETURN;
+  END IF;
   IF granted THEN
     now_held := now_held + 1;
     now_exclusive := NOT p_shared;
   ELSE
     now_queued := now_queued + 1;
   END IF;
+  UPDATE @schema@.names SET held = now_held, exclusive = now_exclusive, queued = now_queued,
+      holder_agent = now_holder
+    WHERE id = n;
   -- A thief goes first: the id 0, before every queued request.
-  WITH counts AS (
-    UPDATE @schema@.names SET held = now_held, exclusive = now_exclusive, queued = now_queued WHERE id = n)
   INSERT INTO @schema@.requests (agent, local_id, id, name_id, shared, token)
     VALUES (p_agent, p_local, CASE WHEN p_steal THEN 0 ELSE v END, n, p_shared, CASE WHEN granted THEN v END);
-  RETURN CASE WHEN granted THEN v ELSE 0 END;
+  token := CASE WHEN granted THEN v ELSE 0 END;
 END $$;
 
 -- Takes an agent's request out of its manager, if it is held (p_held) or
 -- queued (not p_held), and processes its name's queue: the spec's release
--- (4.2) and abort (4.3). False if it was not there in that state (a lock
--- stolen, or its agent ended; a request granted meanwhile).
-CREATE FUNCTION @schema@.remove(p_agent integer, p_local bigint, p_held boolean) RETURNS boolean
+-- (4.2) and abort (4.3). p_in_row: the name whose row holds the lock, as
+-- request() said. False if it was not there in that state (a lock stolen,
+-- or its agent ended; a request granted meanwhile).
+CREATE FUNCTION @schema@.remove(p_agent integer, p_local bigint, p_held boolean, p_in_row bigint)
+RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
   n bigint;
@@ -270,25 +314,33 @@ DECLARE
   now_queued integer;
   gone bigint;
 BEGIN
-  SELECT id, held, exclusive, queued INTO n, now_held, now_exclusive, now_queued FROM @schema@.names
-    WHERE id = (SELECT name_id FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local)
-    FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN false;
-  END IF;
-  IF p_held THEN
-    now_held := now_held - 1;
+  IF p_in_row IS NOT NULL THEN
+    -- Its token is left in the row: it bounds the queue below.
+    UPDATE @schema@.names SET held = held - 1, holder_agent = NULL
+      WHERE id = p_in_row AND holder_agent = p_agent AND holder_local = p_local
+      RETURNING id, held, exclusive, queued, holder_token INTO n, now_held, now_exclusive, now_queued, gone;
+    IF NOT FOUND THEN
+      RETURN false;
+    END IF;
   ELSE
-    now_queued := now_queued - 1;
-  END IF;
-  WITH r AS (
+    SELECT id, held, exclusive, queued INTO n, now_held, now_exclusive, now_queued FROM @schema@.names
+      WHERE id = (SELECT name_id FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local)
+      FOR UPDATE;
+    IF NOT FOUND THEN
+      RETURN false;
+    END IF;
     DELETE FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local
-      AND (token IS NOT NULL) = p_held
-      RETURNING id)
-  UPDATE @schema@.names SET held = now_held, queued = now_queued FROM r WHERE names.id = n
-    RETURNING r.id INTO gone;
-  IF NOT FOUND THEN
-    RETURN false;
+      AND (requests.token IS NOT NULL) = p_held
+      RETURNING id INTO gone;
+    IF NOT FOUND THEN
+      RETURN false;
+    END IF;
+    IF p_held THEN
+      now_held := now_held - 1;
+    ELSE
+      now_queued := now_queued - 1;
+    END IF;
+    UPDATE @schema@.names SET held = now_held, queued = now_queued WHERE id = n;
   END IF;
   -- While locks are held, the head of the queue waits for them (each step
   -- that could let it go processes the queue): a release that leaves locks
@@ -313,9 +365,17 @@ BEGIN
   IF NOT FOUND THEN
     RETURN;
   END IF;
-  SELECT coalesce(array_agg(DISTINCT name_id ORDER BY name_id), '{}') INTO name_ids
-    FROM @schema@.requests WHERE agent = p_agent;
+  -- Its names: those of its requests, and those whose row holds a lock of
+  -- it (not indexed: looked for among its scope's). Locking the agent's row
+  -- stopped it from making more.
+  SELECT coalesce(array_agg(DISTINCT name_id ORDER BY name_id), '{}') INTO name_ids FROM (
+      SELECT name_id FROM @schema@.requests WHERE agent = p_agent
+      UNION ALL
+      SELECT id FROM @schema@.names
+        WHERE scope = (SELECT scope FROM @schema@.agents WHERE id = p_agent) AND holder_agent = p_agent) ids;
   PERFORM 1 FROM @schema@.names WHERE id = ANY (name_ids) ORDER BY id FOR UPDATE;
+  UPDATE @schema@.names SET held = held - 1, holder_agent = NULL
+    WHERE id = ANY (name_ids) AND holder_agent = p_agent;
   WITH gone AS (
     DELETE FROM @schema@.requests WHERE agent = p_agent
       RETURNING name_id, token IS NOT NULL AS was_held),
@@ -396,14 +456,16 @@ BEGIN
     CONTINUE WHEN NOT FOUND;
     ended := ended || a;
   END LOOP;
-  PERFORM 1 FROM @schema@.names WHERE id IN (SELECT name_id FROM @schema@.requests WHERE agent = ANY (ended))
+  PERFORM 1 FROM @schema@.names WHERE scope = p_scope
+      AND (id IN (SELECT name_id FROM @schema@.requests WHERE agent = ANY (ended)) OR holder_agent = ANY (ended))
     ORDER BY id FOR UPDATE;
   FOREACH a IN ARRAY ended LOOP
     PERFORM @schema@.leave(a);
   END LOOP;
+  -- By the counts, which a name's row lock checks again in its newest
+  -- version (a request made meanwhile has changed them).
   DELETE FROM @schema@.names n WHERE n.id IN (
-    SELECT m.id FROM @schema@.names m WHERE m.scope = p_scope
-      AND NOT EXISTS (SELECT 1 FROM @schema@.requests r WHERE r.name_id = m.id)
+    SELECT m.id FROM @schema@.names m WHERE m.scope = p_scope AND m.held = 0 AND m.queued = 0
     FOR UPDATE SKIP LOCKED);
   RETURN cardinality(ended);
 END $$;
@@ -413,12 +475,15 @@ END $$;
 CREATE FUNCTION @schema@.snapshot(p_scope text)
 RETURNS TABLE (held boolean, name bytea, shared boolean, client_id text)
 LANGUAGE sql STABLE AS $$
-  SELECT r.token IS NOT NULL, n.name, r.shared, a.client_id
-    FROM @schema@.requests r
-    JOIN @schema@.names n ON n.id = r.name_id
-    JOIN @schema@.agents a ON a.id = r.agent
+  SELECT l.token IS NOT NULL, n.name, l.shared, a.client_id
+    FROM (SELECT name_id, agent, id, shared, token FROM @schema@.requests
+      UNION ALL
+      SELECT id, holder_agent, holder_token, holder_shared, holder_token FROM @schema@.names
+        WHERE scope = p_scope AND holder_agent IS NOT NULL) l
+    JOIN @schema@.names n ON n.id = l.name_id
+    JOIN @schema@.agents a ON a.id = l.agent
     WHERE n.scope = p_scope
-    ORDER BY r.token IS NULL, r.token, n.id, r.id
+    ORDER BY l.token IS NULL, l.token, n.id, l.id
 $$;
 
 INSERT INTO @schema@.meta (key, value) VALUES ('layout', '1');

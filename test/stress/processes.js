@@ -303,6 +303,7 @@ async function runProcessStress(opts = {}) {
         if (got !== expected) fail(`query() ${key} of ${JSON.stringify(name)}: ${got} but the model says ${expected}`);
       }
     }
+    if (scope.countsAgree !== undefined) await scope.countsAgree();
   }
 
   // The requests of a model agent that the manager holds for it.

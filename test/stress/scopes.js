@@ -136,6 +136,21 @@ async function postgres({ openLockManager, scope, server, schema, cut = false, k
       return options;
     },
     query: () => within(observer.query(), DEATH_BOUND_MS, "the observer's query()"),
+    // The counts in each name's row against its requests and the lock the
+    // row holds: every step changes both in one transaction, so they agree
+    // in any snapshot, whatever is on its way.
+    async countsAgree() {
+      const { rows } = await sql(`SELECT n.id, n.held, n.exclusive, n.queued, n.holder_agent,
+          (SELECT count(*)::int FROM ${q}.requests r WHERE r.name_id = n.id AND r.token IS NOT NULL)
+            + (n.holder_agent IS NOT NULL)::int AS held_really,
+          (SELECT count(*)::int FROM ${q}.requests r WHERE r.name_id = n.id AND r.token IS NOT NULL AND NOT r.shared)
+            + (n.holder_agent IS NOT NULL AND NOT n.holder_shared)::int AS exclusive_really,
+          (SELECT count(*)::int FROM ${q}.requests r WHERE r.name_id = n.id AND r.token IS NULL) AS queued_really
+        FROM ${q}.names n WHERE n.scope = $1`, [scope]);
+      const wrong = rows.filter((r) => r.held !== r.held_really || r.queued !== r.queued_really ||
+        (r.held > 0 && r.exclusive !== (r.exclusive_really > 0)));
+      if (wrong.length !== 0) throw new ScopeFailure(`names whose counts disagree with their requests: ${JSON.stringify(wrong)}`);
+    },
     // A bounded poll: nothing tells the driver that a sweep has removed an
     // agent (its grants are notified to their own agents only).
     async ended(clientIds, bound = DEATH_BOUND_MS) {
