@@ -253,10 +253,14 @@ function statements (target) {
 // One session with PostgreSQL: an agent of the scope while it lasts.
 class Session {
   client
-  // Its queries on their way (pg sends them one at a time, in order), and
-  // since when it has waited for an answer, or when the last came: the
-  // keepalive's clock.
-  pending = 0
+  // Its calls waiting to be sent, a list from first to last: pg runs one
+  // query at a time per client, and a query given to it while another runs
+  // draws a DeprecationWarning in recent pg 8 releases (pg 9 refuses it).
+  first = null
+  last = null
+  // Whether a query is on its way, and since when (or when the last
+  // answer came): the keepalive's clock.
+  asking = false
   since = Date.now()
   keepalive = null
   agent = 0
@@ -437,14 +441,32 @@ class PostgresBackend {
 
   // A query on the session itself, after those before it, timed.
   ask (session, query) {
-    if (session.pending++ === 0) session.since = Date.now()
-    const answered = () => {
-      session.pending--
-      session.since = Date.now()
+    return new Promise((resolve, reject) => {
+      const entry = { query, resolve, reject, next: null }
+      if (session.last === null) session.first = entry
+      else session.last.next = entry
+      session.last = entry
+      if (!session.asking) this.askNext(session)
+    })
+  }
+
+  askNext (session) {
+    const entry = session.first
+    session.since = Date.now()
+    if (entry === null) {
+      session.asking = false
+      return
     }
-    const result = session.client.query(query)
-    result.then(answered, answered)
-    return result
+    session.first = entry.next
+    if (session.first === null) session.last = null
+    session.asking = true
+    session.client.query(entry.query).then((result) => {
+      entry.resolve(result)
+      this.askNext(session)
+    }, (error) => {
+      entry.reject(error)
+      this.askNext(session)
+    })
   }
 
   // Every third of `keepalive`: a session whose query has had no answer for
@@ -456,10 +478,10 @@ class PostgresBackend {
     const limit = this.target.keepalive
     const timer = setInterval(() => {
       const quiet = Date.now() - session.since
-      if (session.pending > 0 && quiet > limit) {
+      if (session.asking && quiet > limit) {
         this.lose(session, new Error(`web-locks: PostgreSQL did not answer for ${limit} ms`))
         session.client.connection.stream.destroy()
-      } else if (session.pending === 0 && quiet >= limit / 3) {
+      } else if (!session.asking && quiet >= limit / 3) {
         this.ask(session, BACKEND_PID).then(({ rows }) => {
           if (rows[0].pid !== session.pid) this.lose(session, pooledError(), true)
         }, ignore)

@@ -370,6 +370,23 @@ describe('openLockManager (PostgreSQL)', function () {
       await h.done;
     });
 
+    it('sends its calls on the session one at a time itself: many at once draw no warning from pg', function () {
+      const scope = scopeName('one-at-a-time');
+      const code = `const warnings = [];
+        process.on('warning', (w) => warnings.push(w.name + ': ' + w.message));
+        const { openLockManager } = require(${JSON.stringify(PKG)});
+        openLockManager(${JSON.stringify(scope)}, { postgres: ${JSON.stringify(url)} }).then(async (m) => {
+          const all = [];
+          for (let i = 0; i < 20; i++) all.push(m.request('n' + (i % 3), { mode: i % 2 ? 'shared' : 'exclusive' }, () => i));
+          const values = await Promise.all(all);
+          await m.close();
+          setImmediate(() => console.log(JSON.stringify({ values, warnings })));
+        });`;
+      const out = JSON.parse(childProcess.execFileSync(process.execPath, ['-e', code], { encoding: 'utf8', timeout: 20000 }));
+      assert.deepEqual(out.values, Array.from({ length: 20 }, (_, i) => i));
+      assert.deepEqual(out.warnings, []);
+    });
+
     it('makes its calls through a pg.Pool given as the postgres option', async function () {
       const pool = new pg.Pool({ connectionString: url, max: 2 });
       try {
