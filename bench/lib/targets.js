@@ -367,7 +367,7 @@ function postgresTargets (rows, add, result) {
         `advisory pair, ${pct(v.x / 1.5 - 1)} over the limit` +
         (calls ? `; both send 2 statements (web-locks: ${calls.toFixed(2)} per request+release: its request and release calls), so the ` +
           'difference is not round trips but what each statement does in the server: a request or release is one transaction of a ' +
-          'PL/pgSQL function that locks the name\'s row, draws a token and inserts a request, or deletes it, where an ' +
+          'PL/pgSQL function that updates the name\'s row (the lock, its counts and, for a request, a token drawn), where an ' +
           'advisory lock touches no table. Neither commit waits for the WAL flush (the tables and the token counter are ' +
           'unlogged).' : '.')
     })
@@ -381,7 +381,7 @@ function postgresTargets (rows, add, result) {
         `${format.time(value(handoff, 'reference'))} for a NOTIFY round trip` +
         (oneWay ? ` (one way: ${format.time(oneWay)})` : '') + `, ${pct(v.x / 2 - 1)} over the limit. A handoff carries one ` +
         'notification from one process to another, after the release statement has run and committed (the release function ' +
-        'deletes the lock and grants the waiter, whose notification leaves at the commit).' +
+        'frees the lock and grants the waiter, whose notification leaves at the commit).' +
         ' Each grant and release leaves dead row versions that the next lookups of the name may step over until vacuum\'s ' +
         'horizon passes them, which a watcher\'s wait for its neighbour\'s life lock holds back for its slice (250 ms).'
     })
