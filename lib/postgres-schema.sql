@@ -160,9 +160,13 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT 'web_locks.@key@.' || p_agent $$;
 -- grant gets the next token and is notified to its agent as
 -- '<local id> g <token>'. Every queued request has an id above p_after;
 -- p_held locks are held, exclusive if p_exclusive (the name's counts after
--- the caller's step). Every statement is planned to stop at its first row
--- (LIMIT 1, a primary key): the queue may be long, and a plan made when
--- the table was small must stay right.
+-- the caller's step).
+--
+-- Each lookup reads the name's requests in id order from a bound and stops
+-- at the first: held locks, which come before the queue, are stepped over
+-- here, not filtered out in the statement. A filter on the token, whose
+-- statistics may be from when the table was nearly empty, made the planner
+-- read the whole queue and sort it.
 CREATE FUNCTION @schema@.process(p_name bigint, p_after bigint, p_held integer, p_exclusive boolean)
 RETURNS void
 LANGUAGE plpgsql AS $$
@@ -171,14 +175,20 @@ DECLARE
   head_agent integer;
   head_local bigint;
   head_shared boolean;
+  head_held boolean;
+  after bigint := p_after;
   now_held integer := p_held;
   now_exclusive boolean := p_exclusive;
   granted integer := 0;
   notified integer;
 BEGIN
-  SELECT id, agent, local_id, shared INTO head, head_agent, head_local, head_shared
-    FROM @schema@.requests WHERE name_id = p_name AND token IS NULL AND id > p_after ORDER BY id LIMIT 1;
-  WHILE head IS NOT NULL AND (now_held = 0 OR (NOT now_exclusive AND head_shared)) LOOP
+  LOOP
+    SELECT id, agent, local_id, shared, token IS NOT NULL INTO head, head_agent, head_local, head_shared, head_held
+      FROM @schema@.requests WHERE name_id = p_name AND id > after ORDER BY id LIMIT 1;
+    EXIT WHEN NOT FOUND;
+    after := head;
+    CONTINUE WHEN head_held;
+    EXIT WHEN now_held > 0 AND (now_exclusive OR NOT head_shared);
     WITH g AS (
       UPDATE @schema@.requests SET token = @schema@.token()
         WHERE agent = head_agent AND local_id = head_local
@@ -188,8 +198,6 @@ BEGIN
     now_exclusive := NOT head_shared;
     granted := granted + 1;
     EXIT WHEN now_exclusive;
-    SELECT id, agent, local_id, shared INTO head, head_agent, head_local, head_shared FROM @schema@.requests
-      WHERE name_id = p_name AND token IS NULL AND id > head ORDER BY id LIMIT 1;
   END LOOP;
   IF granted > 0 THEN
     UPDATE @schema@.names SET held = now_held, exclusive = now_exclusive, queued = queued - granted
@@ -220,7 +228,10 @@ DECLARE
   now_holder_local bigint;
   granted boolean;
   v bigint;
-  notified integer;
+  after bigint := -1;
+  robbed_agent integer;
+  robbed_local bigint;
+  robbed_held boolean;
 BEGIN
   IF p_pooled THEN
     PERFORM FROM @schema@.agents WHERE id = p_agent FOR KEY SHARE;
@@ -256,16 +267,17 @@ BEGIN
       now_held := now_held - 1;
       now_holder := NULL;
     END IF;
-    IF now_held > 0 THEN
-      -- The held locks come first in id order: no need to read the queue.
-      WITH robbed AS (
-        DELETE FROM @schema@.requests WHERE (agent, local_id) IN (
-            SELECT agent, local_id FROM @schema@.requests WHERE name_id = n AND requests.token IS NOT NULL
-              ORDER BY id LIMIT now_held)
-          RETURNING agent, local_id)
-      SELECT count(pg_notify(@schema@.channel(agent), local_id || ' s')) INTO notified FROM robbed;
-      now_held := 0;
-    END IF;
+    -- The other held locks, first in id order (one at a time, as process()
+    -- reads the queue): the queue is not read.
+    WHILE now_held > 0 LOOP
+      SELECT id, agent, local_id, requests.token IS NOT NULL INTO after, robbed_agent, robbed_local, robbed_held
+        FROM @schema@.requests WHERE name_id = n AND id > after ORDER BY id LIMIT 1;
+      EXIT WHEN NOT FOUND OR NOT robbed_held;
+      DELETE FROM @schema@.requests WHERE agent = robbed_agent AND local_id = robbed_local;
+      PERFORM pg_notify(@schema@.channel(robbed_agent), robbed_local || ' s');
+      now_held := now_held - 1;
+    END LOOP;
+    now_held := 0;
     granted := true;
   ELSE
     -- Granted if nothing is held, or if shared locks are held and nothing

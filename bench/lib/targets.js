@@ -435,10 +435,10 @@ function postgresTargets (rows, add, result) {
         parts.push(`${metric === 'drain' ? 'grant+release' : 'enqueue'}: exponent ${value(row, 'web-locks').toFixed(2)} (limit 0.10), ` +
           sizes.map((n) => `${format.time(at(n))} at ${n.toLocaleString('en-US')}`).join(', '))
       }
-      return `${parts.join('; ')}. Every lookup of a request (request(), and the queue's processing in a release, ` +
-        'process() in lib/postgres-schema.sql) is an index scan that stops at its first row (partial indexes of the held ' +
-        'and the queued requests, LIMIT 1), so nothing here reads the whole queue; a growth this small comes from the ' +
-        'indexes\' depth and from the machine\'s load (see the load line), which the figures at each size do not share.'
+      return `${parts.join('; ')}. A request and a release decide from the name's row, and the queue's processing ` +
+        '(process() in lib/postgres-schema.sql) reads the name\'s requests in id order from a bound and stops at its first ' +
+        'row, so none should read the whole queue: a plan that does (a bitmap scan and a sort, in auto_explain) is the ' +
+        'first suspect; a growth this small may also come from the indexes\' depth and the machine\'s load (see the load line).'
     })
 }
 
