@@ -107,7 +107,7 @@ CREATE INDEX ON @schema@.agents (scope, id);
 -- (holder_*, empty when holder_agent is null; its token is also its id in
 -- queue order), with no row in requests: an uncontended request and its
 -- release are then one update of this row each, with no index entry to
--- write (none of these columns is indexed, so the updates are heap-only).
+-- write (none of these columns is indexed, so the updates can be heap-only).
 -- The other held locks (shared ones granted beside it, grants from the
 -- queue, thieves) and every queued request are rows of requests.
 CREATE UNLOGGED TABLE @schema@.names (
