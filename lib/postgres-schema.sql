@@ -29,15 +29,20 @@ CREATE SEQUENCE @schema@.agent_ids AS integer MINVALUE 1 CYCLE;
 -- Fencing tokens, strictly increasing across every grant in the schema,
 -- and queue order: a request takes a value when it is made (its id; its
 -- token too if it is granted at once) and one more if it is granted later.
--- token() draws them from a counter that writes no WAL (an unlogged
--- sequence, PostgreSQL 15 and later), below the ceiling of the logged row
--- token_block: a draw outside [floor, ceiling) moves the counter past the
--- ceiling and raises it by 2^20, in a logged update whose commit waits for
--- the WAL flush. So a flush comes once every 2^20 tokens, where a logged
--- sequence, which logs 32 values ahead, would have every 32nd grant's
--- commit wait for one. After a crash PostgreSQL resets unlogged objects:
--- the counter starts again below the floor, and the first draw moves it
--- past the ceiling, above every token handed out before.
+-- They are drawn from a counter that writes no WAL (an unlogged sequence,
+-- PostgreSQL 15 and later), and handed out only below the ceiling in the
+-- logged row of token_block: a draw at or above it raises it by 2^20, in a
+-- logged update whose commit waits for the WAL flush. So a flush comes once
+-- every 2^20 tokens, where a logged sequence, which logs 32 values ahead,
+-- would have every 32nd grant's commit wait for one.
+--
+-- After a crash PostgreSQL resets unlogged objects: the counter starts
+-- again from 1, and token_live (unlogged too) is empty. The first draw that
+-- finds it empty moves the counter to the ceiling, above every token handed
+-- out before, and writes there the floor that later draws must reach: the
+-- draws made before the move (a few per session at most, as each then waits
+-- for the move) stay below it. The counter is moved only then, and only
+-- up, so no token is handed out twice.
 CREATE SEQUENCE @schema@.tokens AS bigint;
 DO $$
 BEGIN
@@ -46,31 +51,43 @@ BEGIN
   END IF;
 END $$;
 CREATE TABLE @schema@.token_block (
-  floor bigint NOT NULL,
   ceiling bigint NOT NULL
 );
-INSERT INTO @schema@.token_block (floor, ceiling) VALUES (2, 2);
+INSERT INTO @schema@.token_block (ceiling) VALUES (1);
+CREATE UNLOGGED TABLE @schema@.token_live (
+  floor bigint NOT NULL
+);
 
-CREATE FUNCTION @schema@.token() RETURNS bigint
+-- A value drawn from the counter as a token: itself if it may be handed
+-- out, else one drawn once it may (the ceiling raised, or the counter moved
+-- after a crash). Callers hold the lock of a name's row already; no one
+-- locks one after token_block, so the two cannot deadlock.
+CREATE FUNCTION @schema@.token_admit(p_drawn bigint) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-  t bigint := nextval('@schema@.tokens');
+  t bigint := p_drawn;
   f bigint;
   c bigint;
 BEGIN
-  SELECT floor, ceiling INTO f, c FROM @schema@.token_block;
+  SELECT b.ceiling, l.floor INTO c, f FROM @schema@.token_block b LEFT JOIN @schema@.token_live l ON true;
   IF t >= f AND t < c THEN
     RETURN t;
   END IF;
-  -- One draw at a time raises the ceiling; the others wait for it here, and
-  -- then see the values drawn after it inside the new block.
-  SELECT floor, ceiling INTO f, c FROM @schema@.token_block FOR UPDATE;
-  IF t >= f AND t < c THEN
+  -- One at a time: the others wait here, then see what it did.
+  SELECT ceiling INTO c FROM @schema@.token_block FOR UPDATE;
+  SELECT floor INTO f FROM @schema@.token_live;
+  IF f IS NULL THEN
+    PERFORM setval('@schema@.tokens', c);
+    f := c + 1;
+    INSERT INTO @schema@.token_live (floor) VALUES (f);
+    t := nextval('@schema@.tokens');
+  ELSIF t < f THEN
+    t := nextval('@schema@.tokens');
+  END IF;
+  IF t < c THEN
     RETURN t;
   END IF;
-  PERFORM setval('@schema@.tokens', c);
-  t := nextval('@schema@.tokens');
-  UPDATE @schema@.token_block SET floor = c + 1, ceiling = greatest(t, c) + 1048576;
+  UPDATE @schema@.token_block SET ceiling = greatest(t, c) + 1048576;
   -- The new ceiling must be on disk before a token above the old one is
   -- seen: this commit waits for the flush even where commits do not.
   IF current_setting('synchronous_commit') = 'off' THEN
@@ -78,6 +95,9 @@ BEGIN
   END IF;
   RETURN t;
 END $$;
+
+CREATE FUNCTION @schema@.token() RETURNS bigint
+LANGUAGE sql AS $$ SELECT @schema@.token_admit(nextval('@schema@.tokens')) $$;
 
 -- One row per agent: a thread that opened a scope. It lives while its
 -- session holds the advisory lock (@key@, id): PostgreSQL releases that when
@@ -242,13 +262,20 @@ BEGIN
   -- A free name: held in its row, in one statement. The row is updated
   -- only if it is free in its newest version (PostgreSQL evaluates the
   -- update again on that version if another transaction changed it), and
-  -- so the token, drawn for that version, follows the release before it.
+  -- so the value, drawn for that version, follows the release before it.
+  -- It is admitted as a token once the row is locked (token_admit() may
+  -- lock token_block).
   IF NOT p_steal THEN
     UPDATE @schema@.names SET held = 1, exclusive = NOT p_shared, holder_agent = p_agent,
-        holder_local = p_local, holder_token = @schema@.token(), holder_shared = p_shared
+        holder_local = p_local, holder_token = nextval('@schema@.tokens'), holder_shared = p_shared
       WHERE scope = p_scope AND digest = sha256(p_name) AND held = 0
       RETURNING holder_token, id INTO token, in_row;
     IF FOUND THEN
+      v := @schema@.token_admit(token);
+      IF v <> token THEN
+        UPDATE @schema@.names SET holder_token = v WHERE id = in_row;
+        token := v;
+      END IF;
       RETURN;
     END IF;
   END IF;

@@ -281,8 +281,82 @@ describe('openLockManager (PostgreSQL)', function () {
       await admin.query('UPDATE web_locks.token_block SET ceiling = $1', [String(tokens[0] + 4n)]);
       for (let i = 0; i < 8; i++) tokens.push(await (i % 2 ? a : b).request('x', (lock) => lock.token));
       for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `${tokens}`);
-      const { rows } = await admin.query('SELECT floor, ceiling FROM web_locks.token_block');
-      assert.ok(BigInt(rows[0].floor) > tokens[0] + 3n && BigInt(rows[0].ceiling) > tokens[tokens.length - 1], JSON.stringify(rows));
+      const { rows } = await admin.query('SELECT ceiling FROM web_locks.token_block');
+      assert.ok(BigInt(rows[0].ceiling) > tokens[0] + 4n && BigInt(rows[0].ceiling) > tokens[tokens.length - 1], JSON.stringify(rows));
+    });
+
+    it('hands out no token twice while the ceiling is raised under many agents at once', async function () {
+      this.timeout(60000);
+      const scope = scopeName('raises');
+      const managers = await Promise.all([open(scope), open(scope), open(scope), open(scope)]);
+      const names = ['a', 'b', 'c'];
+      const tokens = new Map(names.map((n) => [n, []]));
+      let stop = false;
+      // Every few milliseconds the ceiling is set just above the counter:
+      // most draws cross it, from several sessions at once.
+      const raiser = (async () => {
+        let raises = 0;
+        while (!stop) {
+          await admin.query('UPDATE web_locks.token_block SET ceiling = (SELECT last_value + 2 FROM web_locks.tokens)');
+          raises++;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        return raises;
+      })();
+      await Promise.all(managers.map(async (m, i) => {
+        for (let k = 0; k < 60; k++) {
+          const name = names[(i + k) % names.length];
+          const mode = k % 3 ? 'exclusive' : 'shared';
+          await m.request(name, { mode }, (lock) => { tokens.get(name).push([lock.token, mode]); });
+        }
+      }));
+      stop = true;
+      assert.ok(await raiser > 10);
+      const all = [...tokens.values()].flat().map(([token]) => token);
+      assert.equal(new Set(all).size, all.length, 'a token handed out twice');
+      // An exclusive lock's callback runs alone: their order is the grants'.
+      for (const [name, list] of tokens) {
+        const exclusive = list.filter(([, mode]) => mode === 'exclusive').map(([token]) => token);
+        for (let i = 1; i < exclusive.length; i++) assert.ok(exclusive[i] > exclusive[i - 1], `${name}: ${exclusive}`);
+      }
+    });
+
+    it('takes a name\'s row before the token lock: a request on a free name and a steal meet at a raise without a deadlock', async function () {
+      const scope = scopeName('order');
+      const [a, b] = await Promise.all([open(scope), open(scope)]);
+      await a.request('x', () => {});
+      // How many of the scope's sessions wait for a row lock. Polled: no
+      // event says it.
+      const waits = async (n) => {
+        const deadline = Date.now() + 10000;
+        for (;;) {
+          const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+            AND wait_event IN ('transactionid', 'tuple') AND pid IN (SELECT pid FROM web_locks.agents WHERE scope = $1)`, [scope]);
+          if (rows[0].n >= n) return;
+          if (Date.now() > deadline) throw new Error(`${rows[0].n} sessions waiting, not ${n}`);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      };
+      const blocker = new pg.Client(url);
+      await blocker.connect();
+      try {
+        // Every draw from now on is at the ceiling and needs token_block,
+        // which the blocker holds until both calls wait.
+        await admin.query('UPDATE web_locks.token_block SET ceiling = (SELECT last_value FROM web_locks.tokens)');
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT FROM web_locks.token_block FOR UPDATE');
+        const first = a.request('x', () => 'first').then((v) => v, (e) => e);
+        await waits(1);
+        const thief = b.request('x', { steal: true }, () => 'thief');
+        await waits(2);
+        await blocker.query('COMMIT');
+        assert.equal(await thief, 'thief');
+        // Granted, then robbed by the thief, or released before it.
+        const outcome = await first;
+        assert.ok(outcome === 'first' || (outcome instanceof DOMException && outcome.name === 'AbortError'), String(outcome));
+      } finally {
+        await blocker.end();
+      }
     });
 
     it('keeps the tokens increasing across a crash of the server, which resets their counter', async function () {
