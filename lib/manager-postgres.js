@@ -31,11 +31,9 @@ const IDENTIFIER_MAX = 63
 // The watcher waits in slices of this long: its statement holds a snapshot
 // while it waits, which holds back vacuum's horizon in the database: the
 // row versions that grants and releases leave behind cannot be cleaned
-// meanwhile, and a lookup may step over those of its name (on a hand-off
-// between two processes, before the lookups started past them, the
-// request and release calls took 235 and 205 us in the server with 1 s
-// slices, 126 and 124 us with these). Each slice also checks again who
-// the neighbour is: the safety net for a missed 'r' notification.
+// meanwhile, and a lookup may step over those of its name. Each slice also
+// checks again who the neighbour is: the safety net for a missed 'r'
+// notification.
 const WATCH_SLICE_MS = 250
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20

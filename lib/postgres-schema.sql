@@ -196,11 +196,11 @@ DECLARE
   head_local bigint;
   head_shared boolean;
   head_held boolean;
+  head_token bigint;
   after bigint := p_after;
   now_held integer := p_held;
   now_exclusive boolean := p_exclusive;
   granted integer := 0;
-  notified integer;
 BEGIN
   LOOP
     SELECT id, agent, local_id, shared, token IS NOT NULL INTO head, head_agent, head_local, head_shared, head_held
@@ -209,11 +209,9 @@ BEGIN
     after := head;
     CONTINUE WHEN head_held;
     EXIT WHEN now_held > 0 AND (now_exclusive OR NOT head_shared);
-    WITH g AS (
-      UPDATE @schema@.requests SET token = @schema@.token()
-        WHERE agent = head_agent AND local_id = head_local
-        RETURNING agent, local_id, token)
-    SELECT count(pg_notify(@schema@.channel(agent), local_id || ' g ' || token)) INTO notified FROM g;
+    UPDATE @schema@.requests SET token = @schema@.token() WHERE agent = head_agent AND local_id = head_local
+      RETURNING token INTO head_token;
+    PERFORM pg_notify(@schema@.channel(head_agent), head_local || ' g ' || head_token);
     now_held := now_held + 1;
     now_exclusive := NOT head_shared;
     granted := granted + 1;
@@ -259,34 +257,38 @@ BEGIN
       RAISE EXCEPTION 'web-locks: agent % has been ended', p_agent USING ERRCODE = 'WLGON';
     END IF;
   END IF;
-  -- A free name: held in its row, in one statement. The row is updated
-  -- only if it is free in its newest version (PostgreSQL evaluates the
-  -- update again on that version if another transaction changed it), and
-  -- so the value, drawn for that version, follows the release before it.
-  -- It is admitted as a token once the row is locked (token_admit() may
-  -- lock token_block).
-  IF NOT p_steal THEN
-    UPDATE @schema@.names SET held = 1, exclusive = NOT p_shared, holder_agent = p_agent,
-        holder_local = p_local, holder_token = nextval('@schema@.tokens'), holder_shared = p_shared
-      WHERE scope = p_scope AND digest = sha256(p_name) AND held = 0
-      RETURNING holder_token, id INTO token, in_row;
-    IF FOUND THEN
-      v := @schema@.token_admit(token);
-      IF v <> token THEN
-        UPDATE @schema@.names SET holder_token = v WHERE id = in_row;
-        token := v;
-      END IF;
-      RETURN;
-    END IF;
-  END IF;
-  -- The name's row, locked; made on first use.
   LOOP
+    -- A free name: held in its row, in one statement. The row is updated
+    -- only if it is free in its newest version (PostgreSQL evaluates the
+    -- update again on that version if another transaction changed it),
+    -- and so the value, drawn for that version, follows the release before
+    -- it. It is admitted as a token once the row is locked (token_admit()
+    -- may lock token_block).
+    IF NOT p_steal THEN
+      UPDATE @schema@.names SET held = 1, exclusive = NOT p_shared, holder_agent = p_agent,
+          holder_local = p_local, holder_token = nextval('@schema@.tokens'), holder_shared = p_shared
+        WHERE scope = p_scope AND digest = sha256(p_name) AND held = 0
+        RETURNING holder_token, id INTO token, in_row;
+      IF FOUND THEN
+        v := @schema@.token_admit(token);
+        IF v <> token THEN
+          UPDATE @schema@.names SET holder_token = v WHERE id = in_row;
+          token := v;
+        END IF;
+        RETURN;
+      END IF;
+    END IF;
+    -- Else the name's row, locked, made on first use. Found free (new, or
+    -- freed meanwhile), it is taken by the update above, on the next turn.
     SELECT id, held, exclusive, queued, holder_agent, holder_local
       INTO n, now_held, now_exclusive, now_queued, now_holder, now_holder_local
       FROM @schema@.names WHERE scope = p_scope AND digest = sha256(p_name) FOR UPDATE;
-    EXIT WHEN FOUND;
-    INSERT INTO @schema@.names (scope, digest, name) VALUES (p_scope, sha256(p_name), p_name)
-      ON CONFLICT DO NOTHING;
+    IF FOUND THEN
+      EXIT WHEN p_steal OR now_held > 0;
+    ELSE
+      INSERT INTO @schema@.names (scope, digest, name) VALUES (p_scope, sha256(p_name), p_name)
+        ON CONFLICT DO NOTHING;
+    END IF;
   END LOOP;
   IF p_steal THEN
     IF now_holder IS NOT NULL THEN
@@ -307,22 +309,14 @@ BEGIN
     now_held := 0;
     granted := true;
   ELSE
-    -- Granted if nothing is held, or if shared locks are held and nothing
-    -- is queued (behind them).
-    granted := now_held = 0 OR (p_shared AND NOT now_exclusive AND now_queued = 0);
+    -- Something is held: granted if that is shared and nothing is queued
+    -- (behind it).
+    granted := p_shared AND NOT now_exclusive AND now_queued = 0;
     IF NOT granted AND p_if_available THEN
       RETURN;
     END IF;
   END IF;
   v := @schema@.token();
-  IF granted AND now_held = 0 AND NOT p_steal THEN
-    UPDATE @schema@.names SET held = 1, exclusive = NOT p_shared, holder_agent = p_agent,
-        holder_local = p_local, holder_token = v, holder_shared = p_shared
-      WHERE id = n;
-    token := v;
-    in_row := n;
-    RETURN;
-  END IF;
   IF granted THEN
     now_held := now_held + 1;
     now_exclusive := NOT p_shared;
