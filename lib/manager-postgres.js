@@ -232,14 +232,45 @@ function lostError (cause) {
 // are not prepared: behind a pooler that passed checkOwnSession(), the same
 // name prepared by another client on that server connection would refuse
 // them (42P05), and the agent could not leave.
+//
+// A request on a free name, and its release, are each one update of the
+// name's row (see names in postgres-schema.sql), made by the statement
+// itself: as the call of a function, the update would start an executor
+// of its own besides the statement's, and cost a fifth more of the server's
+// time (measured with pgbench). The request statement hands everything
+// else to request() (COALESCE calls it only if the update found the name
+// not free); the release statement processes the queue only if it has to.
 function statements (target) {
   const q = quoteIdentifier(target.schema)
   const named = (name, text) => ({ name: `web_locks_${target.key}_${name}`, text })
+  const tag = dollarTag(q, 'name')
+  const tokens = `${tag}${q}.tokens${tag}`
   return {
     join: { text: `SELECT ${q}.join($1, $2) AS agent, pg_backend_pid() AS pid` },
-    request: named('request', `SELECT token, in_row FROM ${q}.request($1, $2, $3, $4, $5, $6, $7, $8)`),
-    release: named('release', `SELECT ${q}.remove($1, $2, true, $3) AS held`),
-    abort: named('abort', `SELECT ${q}.remove($1, $2, false, NULL) AS removed`),
+    // $1 agent, $2 local id, $3 scope, $4 name, $5 shared, $6 ifAvailable,
+    // $7 steal, $8 pooled. The token drawn for the row's newest version: if
+    // another transaction changed it, PostgreSQL evaluates the update again
+    // on that version, so it follows the release before it.
+    request: named('request', `WITH taken AS (
+        UPDATE ${q}.names SET held = 1, exclusive = NOT $5, holder_agent = $1, holder_local = $2,
+            holder_token = nextval(${tokens}), holder_shared = $5
+          WHERE scope = $3 AND digest = sha256($4) AND held = 0 AND NOT $7 AND NOT $8
+          RETURNING holder_token, id)
+      SELECT coalesce(
+          (SELECT CASE WHEN holder_token < (SELECT ceiling FROM ${q}.token_block) THEN holder_token
+            ELSE ${q}.token_admit(holder_token) END FROM taken),
+          ${q}.request($1, $2, $3, $4, $5, $6, $7, $8)) AS token,
+        (SELECT id FROM taken) AS in_row`),
+    // $1 agent, $2 local id, $3 the name's id: a lock held in its row.
+    // Nothing is granted while locks are held (shared ones beside it).
+    releaseRow: named('release_row', `WITH freed AS (
+        UPDATE ${q}.names SET held = held - 1, holder_agent = NULL
+          WHERE id = $3 AND holder_agent = $1 AND holder_local = $2
+          RETURNING id, held, exclusive, queued, holder_token)
+      SELECT CASE WHEN held = 0 AND queued > 0 THEN ${q}.process(id, holder_token, 0, exclusive) ELSE 0 END AS granted
+        FROM freed`),
+    release: named('release', `SELECT ${q}.remove($1, $2, true) AS held`),
+    abort: named('abort', `SELECT ${q}.remove($1, $2, false) AS removed`),
     leave: { text: `SELECT ${q}.leave($1)` },
     sweep: named('sweep', `SELECT ${q}.sweep($1, $2) AS ended`),
     neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),
@@ -593,7 +624,11 @@ class PostgresBackend {
     this.forget(request)
     const session = this.current
     if (session === null) return Promise.resolve(lostError())
-    return this.call(session, this.sql.release, [session.agent, request.id, inRow === undefined ? null : inRow])
+    if (inRow !== undefined) {
+      return this.call(session, this.sql.releaseRow, [session.agent, request.id, inRow])
+        .then(({ rows }) => rows.length === 1, lostError)
+    }
+    return this.call(session, this.sql.release, [session.agent, request.id])
       .then(({ rows }) => rows[0].held === true, lostError)
   }
 

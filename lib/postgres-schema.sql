@@ -37,12 +37,12 @@ CREATE SEQUENCE @schema@.agent_ids AS integer MINVALUE 1 CYCLE;
 -- would have every 32nd grant's commit wait for one.
 --
 -- After a crash PostgreSQL resets unlogged objects: the counter starts
--- again from 1, and token_live (unlogged too) is empty. The first draw that
--- finds it empty moves the counter to the ceiling, above every token handed
--- out before, and writes there the floor that later draws must reach: the
--- draws made before the move (a few per session at most, as each then waits
--- for the move) stay below it. The counter is moved only then, and only
--- up, so no token is handed out twice.
+-- again from 1, and token_live (unlogged too) is empty. Every session then
+-- joins anew, and join() moves the counter to the ceiling, above every
+-- token handed out before, and writes there where it restarted: one join
+-- at a time, and no session draws before its join, so no draw comes before
+-- the move. The counter is moved only then, and only up, so no token is
+-- handed out twice.
 CREATE SEQUENCE @schema@.tokens AS bigint;
 DO $$
 BEGIN
@@ -54,50 +54,54 @@ CREATE TABLE @schema@.token_block (
   ceiling bigint NOT NULL
 );
 INSERT INTO @schema@.token_block (ceiling) VALUES (1);
+-- The first token since the last crash, written by the move.
 CREATE UNLOGGED TABLE @schema@.token_live (
   floor bigint NOT NULL
 );
 
--- A value drawn from the counter as a token: itself if it may be handed
--- out, else one drawn once it may (the ceiling raised, or the counter moved
--- after a crash). Callers hold the lock of a name's row already; no one
--- locks one after token_block, so the two cannot deadlock.
+-- A value drawn from the counter, made a token: the ceiling raised above
+-- it if it has reached it. Returns it. Callers hold the lock of a name's row
+-- already; no one locks one after token_block, so the two cannot deadlock.
 CREATE FUNCTION @schema@.token_admit(p_drawn bigint) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-  t bigint := p_drawn;
-  f bigint;
   c bigint;
 BEGIN
-  SELECT b.ceiling, l.floor INTO c, f FROM @schema@.token_block b LEFT JOIN @schema@.token_live l ON true;
-  IF t >= f AND t < c THEN
-    RETURN t;
+  -- Read without a lock first: the ceiling only goes up.
+  IF p_drawn < (SELECT ceiling FROM @schema@.token_block) THEN
+    RETURN p_drawn;
   END IF;
-  -- One at a time: the others wait here, then see what it did.
+  -- One raise at a time: the others wait here, then see what it did.
   SELECT ceiling INTO c FROM @schema@.token_block FOR UPDATE;
-  SELECT floor INTO f FROM @schema@.token_live;
-  IF f IS NULL THEN
-    PERFORM setval('@schema@.tokens', c);
-    f := c + 1;
-    INSERT INTO @schema@.token_live (floor) VALUES (f);
-    t := nextval('@schema@.tokens');
-  ELSIF t < f THEN
-    t := nextval('@schema@.tokens');
+  IF p_drawn < c THEN
+    RETURN p_drawn;
   END IF;
-  IF t < c THEN
-    RETURN t;
-  END IF;
-  UPDATE @schema@.token_block SET ceiling = greatest(t, c) + 1048576;
+  UPDATE @schema@.token_block SET ceiling = p_drawn + 1048576;
   -- The new ceiling must be on disk before a token above the old one is
   -- seen: this commit waits for the flush even where commits do not.
   IF current_setting('synchronous_commit') = 'off' THEN
     PERFORM set_config('synchronous_commit', 'on', true);
   END IF;
-  RETURN t;
+  RETURN p_drawn;
 END $$;
 
 CREATE FUNCTION @schema@.token() RETURNS bigint
 LANGUAGE sql AS $$ SELECT @schema@.token_admit(nextval('@schema@.tokens')) $$;
+
+-- Moves the counter to the ceiling after a crash (token_live empty): see
+-- tokens above. join() calls it.
+CREATE FUNCTION @schema@.token_restart() RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  c bigint;
+BEGIN
+  IF EXISTS (SELECT FROM @schema@.token_live) THEN
+    RETURN;
+  END IF;
+  SELECT ceiling INTO c FROM @schema@.token_block FOR UPDATE;
+  PERFORM setval('@schema@.tokens', c);
+  INSERT INTO @schema@.token_live (floor) VALUES (c + 1);
+END $$;
 
 -- One row per agent: a thread that opened a scope. It lives while its
 -- session holds the advisory lock (@key@, id): PostgreSQL releases that when
@@ -128,8 +132,10 @@ CREATE INDEX ON @schema@.agents (scope, id);
 -- queue order), with no row in requests: an uncontended request and its
 -- release are then one update of this row each, with no index entry to
 -- write (none of these columns is indexed, so the updates can be heap-only).
--- The other held locks (shared ones granted beside it, grants from the
--- queue, thieves) and every queued request are rows of requests.
+-- The manager's request and release statements (lib/manager-postgres.js)
+-- make these updates themselves. The other held locks (the first on a new
+-- name, shared ones granted beside it, grants from the queue, thieves) and
+-- every queued request are rows of requests.
 CREATE UNLOGGED TABLE @schema@.names (
   id bigserial PRIMARY KEY,
   scope text NOT NULL,
@@ -180,7 +186,7 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT 'web_locks.@key@.' || p_agent $$;
 -- grant gets the next token and is notified to its agent as
 -- '<local id> g <token>'. Every queued request has an id above p_after;
 -- p_held locks are held, exclusive if p_exclusive (the name's counts after
--- the caller's step).
+-- the caller's step). Returns how many it granted.
 --
 -- Each lookup reads the name's requests in id order from a bound and stops
 -- at the first: held locks, which come before the queue, are stepped over
@@ -188,7 +194,7 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT 'web_locks.@key@.' || p_agent $$;
 -- statistics may be from when the table was nearly empty, made the planner
 -- read the whole queue and sort it.
 CREATE FUNCTION @schema@.process(p_name bigint, p_after bigint, p_held integer, p_exclusive boolean)
-RETURNS void
+RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   head bigint;
@@ -221,21 +227,23 @@ BEGIN
     UPDATE @schema@.names SET held = now_held, exclusive = now_exclusive, queued = queued - granted
       WHERE id = p_name;
   END IF;
+  RETURN granted;
 END $$;
 
 -- Request a lock (spec 4.1, from "queue the following steps to the lock task
--- queue"), for an agent of p_scope. Returns its token if it is granted now,
--- 0 if it is queued, null if it is not available (ifAvailable); and the
--- name's id if the lock is held in the name's row (release it with that).
--- Robbed holders are notified '<local id> s'.
+-- queue"), for an agent of p_scope, as a row of requests. Returns its token
+-- if it is granted now, 0 if it is queued, null if it is not available
+-- (ifAvailable). Robbed holders are notified '<local id> s'. The manager
+-- calls this when its request statement (lib/manager-postgres.js) found
+-- the name not free in its row, or steals, or is pooled.
 --
 -- p_pooled: the call does not come on the agent's session, which may have
 -- ended meanwhile; its row is then locked (leave() locks it to end it) and
 -- an agent that has been ended gets SQLSTATE WLGON. A call on the session
 -- needs no such check: the session is the agent's life.
 CREATE FUNCTION @schema@.request(p_agent integer, p_local bigint, p_scope text, p_name bytea,
-    p_shared boolean, p_if_available boolean, p_steal boolean, p_pooled boolean,
-    OUT token bigint, OUT in_row bigint)
+    p_shared boolean, p_if_available boolean, p_steal boolean, p_pooled boolean)
+RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
   n bigint;
@@ -257,38 +265,14 @@ BEGIN
       RAISE EXCEPTION 'web-locks: agent % has been ended', p_agent USING ERRCODE = 'WLGON';
     END IF;
   END IF;
+  -- The name's row, locked, made on first use.
   LOOP
-    -- A free name: held in its row, in one statement. The row is updated
-    -- only if it is free in its newest version (PostgreSQL evaluates the
-    -- update again on that version if another transaction changed it),
-    -- and so the value, drawn for that version, follows the release before
-    -- it. It is admitted as a token once the row is locked (token_admit()
-    -- may lock token_block).
-    IF NOT p_steal THEN
-      UPDATE @schema@.names SET held = 1, exclusive = NOT p_shared, holder_agent = p_agent,
-          holder_local = p_local, holder_token = nextval('@schema@.tokens'), holder_shared = p_shared
-        WHERE scope = p_scope AND digest = sha256(p_name) AND held = 0
-        RETURNING holder_token, id INTO token, in_row;
-      IF FOUND THEN
-        v := @schema@.token_admit(token);
-        IF v <> token THEN
-          UPDATE @schema@.names SET holder_token = v WHERE id = in_row;
-          token := v;
-        END IF;
-        RETURN;
-      END IF;
-    END IF;
-    -- Else the name's row, locked, made on first use. Found free (new, or
-    -- freed meanwhile), it is taken by the update above, on the next turn.
     SELECT id, held, exclusive, queued, holder_agent, holder_local
       INTO n, now_held, now_exclusive, now_queued, now_holder, now_holder_local
       FROM @schema@.names WHERE scope = p_scope AND digest = sha256(p_name) FOR UPDATE;
-    IF FOUND THEN
-      EXIT WHEN p_steal OR now_held > 0;
-    ELSE
-      INSERT INTO @schema@.names (scope, digest, name) VALUES (p_scope, sha256(p_name), p_name)
-        ON CONFLICT DO NOTHING;
-    END IF;
+    EXIT WHEN FOUND;
+    INSERT INTO @schema@.names (scope, digest, name) VALUES (p_scope, sha256(p_name), p_name)
+      ON CONFLICT DO NOTHING;
   END LOOP;
   IF p_steal THEN
     IF now_holder IS NOT NULL THEN
@@ -309,11 +293,11 @@ BEGIN
     now_held := 0;
     granted := true;
   ELSE
-    -- Something is held: granted if that is shared and nothing is queued
-    -- (behind it).
-    granted := p_shared AND NOT now_exclusive AND now_queued = 0;
+    -- Granted if nothing is queued and nothing held, or only shared locks
+    -- are held and this one is shared.
+    granted := now_queued = 0 AND (now_held = 0 OR (p_shared AND NOT now_exclusive));
     IF NOT granted AND p_if_available THEN
-      RETURN;
+      RETURN NULL;
     END IF;
   END IF;
   v := @schema@.token();
@@ -329,15 +313,16 @@ BEGIN
   -- A thief goes first: the id 0, before every queued request.
   INSERT INTO @schema@.requests (agent, local_id, id, name_id, shared, token)
     VALUES (p_agent, p_local, CASE WHEN p_steal THEN 0 ELSE v END, n, p_shared, CASE WHEN granted THEN v END);
-  token := CASE WHEN granted THEN v ELSE 0 END;
+  RETURN CASE WHEN granted THEN v ELSE 0 END;
 END $$;
 
 -- Takes an agent's request out of its manager, if it is held (p_held) or
 -- queued (not p_held), and processes its name's queue: the spec's release
--- (4.2) and abort (4.3). p_in_row: the name whose row holds the lock, as
--- request() said. False if it was not there in that state (a lock stolen,
--- or its agent ended; a request granted meanwhile).
-CREATE FUNCTION @schema@.remove(p_agent integer, p_local bigint, p_held boolean, p_in_row bigint)
+-- (4.2) and abort (4.3) of a row of requests (the manager's release
+-- statement releases a lock held in a name's row). False if it was not
+-- there in that state (a lock stolen, or its agent ended; a request granted
+-- meanwhile).
+CREATE FUNCTION @schema@.remove(p_agent integer, p_local bigint, p_held boolean)
 RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -347,34 +332,24 @@ DECLARE
   now_queued integer;
   gone bigint;
 BEGIN
-  IF p_in_row IS NOT NULL THEN
-    -- Its token is left in the row: it bounds the queue below.
-    UPDATE @schema@.names SET held = held - 1, holder_agent = NULL
-      WHERE id = p_in_row AND holder_agent = p_agent AND holder_local = p_local
-      RETURNING id, held, exclusive, queued, holder_token INTO n, now_held, now_exclusive, now_queued, gone;
-    IF NOT FOUND THEN
-      RETURN false;
-    END IF;
-  ELSE
-    SELECT id, held, exclusive, queued INTO n, now_held, now_exclusive, now_queued FROM @schema@.names
-      WHERE id = (SELECT name_id FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local)
-      FOR UPDATE;
-    IF NOT FOUND THEN
-      RETURN false;
-    END IF;
-    DELETE FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local
-      AND (requests.token IS NOT NULL) = p_held
-      RETURNING id INTO gone;
-    IF NOT FOUND THEN
-      RETURN false;
-    END IF;
-    IF p_held THEN
-      now_held := now_held - 1;
-    ELSE
-      now_queued := now_queued - 1;
-    END IF;
-    UPDATE @schema@.names SET held = now_held, queued = now_queued WHERE id = n;
+  SELECT id, held, exclusive, queued INTO n, now_held, now_exclusive, now_queued FROM @schema@.names
+    WHERE id = (SELECT name_id FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local)
+    FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
   END IF;
+  DELETE FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local
+    AND (requests.token IS NOT NULL) = p_held
+    RETURNING id INTO gone;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  IF p_held THEN
+    now_held := now_held - 1;
+  ELSE
+    now_queued := now_queued - 1;
+  END IF;
+  UPDATE @schema@.names SET held = now_held, queued = now_queued WHERE id = n;
   -- While locks are held, the head of the queue waits for them (each step
   -- that could let it go processes the queue): a release that leaves locks
   -- held grants nothing. After a held lock, the queue starts past its id.
@@ -453,6 +428,8 @@ BEGIN
   -- One join at a time, so that each sees the agents before it and tells
   -- its watcher: the ring has no gap. (Also waits for a migration.)
   PERFORM pg_advisory_xact_lock(@key@, 0);
+  -- Before the agent draws a token, after a crash.
+  PERFORM @schema@.token_restart();
   LOOP
     new_id := nextval('@schema@.agent_ids');
     -- After 2^31 agents, skip ids still in use.
