@@ -246,21 +246,22 @@ function statements (target) {
   const tag = dollarTag(q, 'name')
   const tokens = `${tag}${q}.tokens${tag}`
   return {
-    join: { text: `SELECT ${q}.join($1, $2) AS agent, pg_backend_pid() AS pid` },
+    join: { text: `SELECT ${q}.join($1, $2) AS agent, pg_backend_pid() AS pid, (SELECT ceiling FROM ${q}.token_block) AS ceiling` },
     // $1 agent, $2 local id, $3 scope, $4 name, $5 shared, $6 ifAvailable,
-    // $7 steal, $8 pooled. The token drawn for the row's newest version: if
-    // another transaction changed it, PostgreSQL evaluates the update again
-    // on that version, so it follows the release before it.
+    // $7 steal, $8 pooled, $9 the ceiling of the tokens that the session
+    // last saw (it only goes up): a token below it needs no more, else
+    // token_ceiling() raises it if it has to and says where it is now. The
+    // token is drawn for the row's newest version: if another transaction
+    // changed it, PostgreSQL evaluates the update again on that version, so
+    // it follows the release before it.
     request: named('request', `WITH taken AS (
         UPDATE ${q}.names SET held = 1, exclusive = NOT $5, holder_agent = $1, holder_local = $2,
             holder_token = nextval(${tokens}), holder_shared = $5
           WHERE scope = $3 AND digest = sha256($4) AND held = 0 AND NOT $7 AND NOT $8
           RETURNING holder_token, id)
-      SELECT coalesce(
-          (SELECT CASE WHEN holder_token < (SELECT ceiling FROM ${q}.token_block) THEN holder_token
-            ELSE ${q}.token_admit(holder_token) END FROM taken),
-          ${q}.request($1, $2, $3, $4, $5, $6, $7, $8)) AS token,
-        (SELECT id FROM taken) AS in_row`),
+      SELECT coalesce(t.holder_token, ${q}.request($1, $2, $3, $4, $5, $6, $7, $8)) AS token, t.id AS in_row,
+          CASE WHEN t.holder_token >= $9 THEN ${q}.token_ceiling(t.holder_token) END AS ceiling
+        FROM (SELECT) one LEFT JOIN taken t ON true`),
     // $1 agent, $2 local id, $3 the name's id: a lock held in its row.
     // Nothing is granted while locks are held (shared ones beside it).
     releaseRow: named('release_row', `WITH freed AS (
@@ -295,6 +296,8 @@ class Session {
   agent = 0
   // The backend the agent joined on: its life lock's holder.
   pid = 0
+  // The ceiling of the tokens as the session last saw it (see statements()).
+  ceiling = '0'
   watcher = null
   // The watcher's backend, which its wait is cancelled by: behind a pooler
   // (PgBouncer, even in session mode) a client's processID is the pooler's.
@@ -399,6 +402,7 @@ class PostgresBackend {
       const { rows } = await client.query(this.sql.join, [this.target.scope, randomUUID()])
       session.agent = rows[0].agent
       session.pid = rows[0].pid
+      session.ceiling = rows[0].ceiling
       await client.query(`LISTEN ${quoteIdentifier(`web_locks.${this.target.key}.${session.agent}`)}`)
       await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
     } catch (error) {
@@ -566,11 +570,12 @@ class PostgresBackend {
     const make = (session) => {
       if (this.requests.get(id) !== request) return // aborted or dropped meanwhile
       const values = [session.agent, id, this.target.scope, Buffer.from(name, 'utf16le'),
-        (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0, this.target.pool !== null]
+        (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0, this.target.pool !== null, session.ceiling]
       return this.call(session, this.sql.request, values).then(({ rows }) => {
-        if (this.requests.get(id) !== request) return
         // Its token if granted, '0' if queued, null if not available.
-        const { token, in_row: inRow } = rows[0]
+        const { token, in_row: inRow, ceiling } = rows[0]
+        if (ceiling !== null) session.ceiling = ceiling
+        if (this.requests.get(id) !== request) return
         if (token === null) {
           request.deliver(EV_UNAVAILABLE)
         } else if (token !== '0') {

@@ -88,6 +88,15 @@ END $$;
 CREATE FUNCTION @schema@.token() RETURNS bigint
 LANGUAGE sql AS $$ SELECT @schema@.token_admit(nextval('@schema@.tokens')) $$;
 
+-- The ceiling once p_drawn is a token (raised above it if it had reached
+-- it), for a manager that checks its draws against the last it saw.
+CREATE FUNCTION @schema@.token_ceiling(p_drawn bigint) RETURNS bigint
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM @schema@.token_admit(p_drawn);
+  RETURN (SELECT ceiling FROM @schema@.token_block);
+END $$;
+
 -- Moves the counter to the ceiling after a crash (token_live empty): see
 -- tokens above. join() calls it.
 CREATE FUNCTION @schema@.token_restart() RETURNS void
