@@ -366,8 +366,8 @@ function postgresTargets (rows, add, result) {
       return `request+release takes ${format.time(value(uncontended, 'web-locks'))} against ${format.time(value(uncontended, 'reference'))} for the ` +
         `advisory pair, ${pct(v.x / 1.5 - 1)} over the limit` +
         (calls ? `; both send 2 statements (web-locks: ${calls.toFixed(2)} per request+release: its request and release calls), so the ` +
-          'difference is not round trips but what each statement does in the server: a request or release is one transaction of a ' +
-          'PL/pgSQL function that updates the name\'s row (the lock, its counts and, for a request, a token drawn), where an ' +
+          'difference is not round trips but what each statement does in the server: a request or release is one write ' +
+          'transaction, an update of the name\'s row (the lock, its counts and, for a request, a token drawn), where an ' +
           'advisory lock touches no table. Neither commit waits for the WAL flush (the tables and the token counter are ' +
           'unlogged).' : '.')
     })
@@ -380,8 +380,8 @@ function postgresTargets (rows, add, result) {
       return `p50 ${format.time(value(handoff, 'web-locks'))} from the holder's callback returning to the waiter's callback, against ` +
         `${format.time(value(handoff, 'reference'))} for a NOTIFY round trip` +
         (oneWay ? ` (one way: ${format.time(oneWay)})` : '') + `, ${pct(v.x / 2 - 1)} over the limit. A handoff carries one ` +
-        'notification from one process to another, after the release statement has run and committed (the release function ' +
-        'frees the lock and grants the waiter, whose notification leaves at the commit).' +
+        'notification from one process to another, after the release statement has run and committed (which frees the lock ' +
+        'and grants the waiter, whose notification leaves at the commit).' +
         ' Each grant and release leaves dead row versions that the next lookups of the name may step over until vacuum\'s ' +
         'horizon passes them, which a watcher\'s wait for its neighbour\'s life lock holds back for its slice (250 ms).'
     })
