@@ -623,18 +623,25 @@ class PostgresBackend {
   }
 
   // Whether the lock was still held, or the error of a lost session: a
-  // promise that never rejects.
+  // promise that never rejects. A release that fails in the database (the
+  // statement cancelled, or timed out) would leave the lock held there by
+  // a live agent: the session is ended instead, so that PostgreSQL frees
+  // all its locks, which count as lost.
   release (request) {
     const inRow = this.inRow.get(request.id)
     this.forget(request)
     const session = this.current
     if (session === null) return Promise.resolve(lostError())
+    const failed = (error) => {
+      this.lose(session, error)
+      return lostError(error)
+    }
     if (inRow !== undefined) {
       return this.call(session, this.sql.releaseRow, [session.agent, request.id, inRow])
-        .then(({ rows }) => rows.length === 1, lostError)
+        .then(({ rows }) => rows.length === 1, failed)
     }
     return this.call(session, this.sql.release, [session.agent, request.id])
-      .then(({ rows }) => rows[0].held === true, lostError)
+      .then(({ rows }) => rows[0].held === true, failed)
   }
 
   // The database takes the request out of its queue once its request call

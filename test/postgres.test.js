@@ -46,6 +46,19 @@ describe('openLockManager (PostgreSQL)', function () {
     await manager.query();
   }
 
+  // Resolves once n of the scope's sessions wait for a row lock. Polled: no
+  // event says it.
+  async function rowLockWaits(scope, n) {
+    const deadline = Date.now() + 10000;
+    for (;;) {
+      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+        AND wait_event IN ('transactionid', 'tuple') AND pid IN (SELECT pid FROM web_locks.agents WHERE scope = $1)`, [scope]);
+      if (rows[0].n >= n) return;
+      if (Date.now() > deadline) throw new Error(`${rows[0].n} sessions waiting, not ${n}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
   describe('opening', function () {
     it('gives a LockManager; each open is a new agent with its own clientId', async function () {
       const scope = scopeName('open');
@@ -328,18 +341,7 @@ describe('openLockManager (PostgreSQL)', function () {
       const scope = scopeName('order');
       const [a, b] = await Promise.all([open(scope), open(scope)]);
       await a.request('x', () => {});
-      // How many of the scope's sessions wait for a row lock. Polled: no
-      // event says it.
-      const waits = async (n) => {
-        const deadline = Date.now() + 10000;
-        for (;;) {
-          const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'
-            AND wait_event IN ('transactionid', 'tuple') AND pid IN (SELECT pid FROM web_locks.agents WHERE scope = $1)`, [scope]);
-          if (rows[0].n >= n) return;
-          if (Date.now() > deadline) throw new Error(`${rows[0].n} sessions waiting, not ${n}`);
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-      };
+      const waits = (n) => rowLockWaits(scope, n);
       const blocker = new pg.Client(url);
       await blocker.connect();
       try {
@@ -357,6 +359,33 @@ describe('openLockManager (PostgreSQL)', function () {
         // Granted, then robbed by the thief, or released before it.
         const outcome = await first;
         assert.ok(outcome === 'first' || (outcome instanceof DOMException && outcome.name === 'AbortError'), String(outcome));
+      } finally {
+        await blocker.end();
+      }
+    });
+
+    it('a release that fails in the database ends the session: the lock counts as lost, is not left held, and the next agent is granted', async function () {
+      const scope = scopeName('failed-release');
+      const [a, b] = await Promise.all([open(scope), open(scope)]);
+      const h = holdOn(a, 'x');
+      await h.granted;
+      const next = b.request('x', () => 'b');
+      await settledIn(b);
+      const blocker = new pg.Client(url);
+      await blocker.connect();
+      try {
+        // The name's row locked: the release waits for it, and is cancelled
+        // (as an administrator or a statement_timeout would).
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT FROM web_locks.names WHERE scope = $1 FOR UPDATE', [scope]);
+        h.release();
+        await rowLockWaits(scope, 1);
+        const { rows } = await admin.query(`SELECT pg_cancel_backend(a.pid) AS cancelled FROM pg_stat_activity a
+          JOIN web_locks.agents g ON g.pid = a.pid WHERE g.scope = $1 AND a.wait_event_type = 'Lock'`, [scope]);
+        assert.deepEqual(rows, [{ cancelled: true }]);
+        await assert.rejects(h.done, (error) => isDOMException('AbortError')(error) && error.cause && error.cause.code === '57014');
+        await blocker.query('COMMIT');
+        assert.equal(await next, 'b');
       } finally {
         await blocker.end();
       }
