@@ -157,12 +157,14 @@ describe(`openLockManager (PostgreSQL) behind PgBouncer${INSTALLED ? '' : ' (pen
     const scope = scopeName('cancel');
     const waiting = deferred();
     const ends = [];
+    let watching = null; // the agent whose waits count: first's
     const { Client } = pg;
     const query = Client.prototype.query;
     Client.prototype.query = function (...args) {
       const result = query.apply(this, args);
       const text = args[0] !== null && typeof args[0] === 'object' ? args[0].text : args[0];
-      if (typeof text === 'string' && text.startsWith(WAIT_TEXT)) {
+      // The wait's values: key, the agent waited for, scope, the watcher's agent.
+      if (typeof text === 'string' && text.startsWith(WAIT_TEXT) && args[1][3] === watching) {
         waiting.resolve();
         result.catch((error) => ends.push(error.code));
       }
@@ -170,6 +172,7 @@ describe(`openLockManager (PostgreSQL) behind PgBouncer${INSTALLED ? '' : ' (pen
     };
     restore.push(() => { Client.prototype.query = query; });
     const first = await open(scope, { postgres: b.url });
+    watching = (await admin.query('SELECT id FROM web_locks.agents WHERE scope = $1', [scope])).rows[0].id;
     await open(scope, { postgres: b.url });
     await waiting.promise;
     await first.close();

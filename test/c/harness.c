@@ -263,8 +263,9 @@ static _Noreturn void tchild_main(const char *path, uint64_t size,
   _exit(0);
 }
 
-void tchild_fork(tchild_t *c, const char *path, uint64_t size,
-                 const char *name, int flags, void (*prepare)(void)) {
+/* Forks with a pipe each way: 1 in the child, with *in and *out its ends;
+ * 0 here, with c's. */
+static int tchild__fork(tchild_t *c, int *in, int *out) {
   int to[2], from[2];
 
   fflush(stdout);
@@ -275,19 +276,43 @@ void tchild_fork(tchild_t *c, const char *path, uint64_t size,
   if (c->reap == 0) {
     close(to[1]);
     close(from[0]);
-    if (flags & TCHILD_NEW_PID_NS)
-      tpidns_enter(from[1]);
-    if (prepare != NULL)
-      prepare();
-    tchild_main(path, size, name, to[0], from[1]);
+    *in = to[0];
+    *out = from[1];
+    return 1;
   }
   close(to[0]);
   close(from[1]);
   c->to = to[1];
   c->from = from[0];
   c->pid = c->reap;
+  return 0;
+}
+
+void tchild_fork(tchild_t *c, const char *path, uint64_t size,
+                 const char *name, int flags, void (*prepare)(void)) {
+  int in, out;
+
+  if (tchild__fork(c, &in, &out)) {
+    if (flags & TCHILD_NEW_PID_NS)
+      tpidns_enter(out);
+    if (prepare != NULL)
+      prepare();
+    tchild_main(path, size, name, in, out);
+  }
   if (flags & TCHILD_NEW_PID_NS)
     ASSERT_EQ(sizeof(c->pid), read(c->from, &c->pid, sizeof(c->pid)));
+}
+
+void tchild_run(tchild_t *c, const char *path,
+                void (*fn)(const char *path, int in, int out)) {
+  int in, out;
+  char byte;
+
+  if (tchild__fork(c, &in, &out)) {
+    ASSERT_EQ(1, read(in, &byte, 1));
+    fn(path, in, out);
+    _exit(0);
+  }
 }
 
 char tchild_do(tchild_t *c, char cmd) {
@@ -314,6 +339,15 @@ int tchild_reap(tchild_t *c) {
   close(c->from);
   c->pid = c->reap = -1;
   return status;
+}
+
+void tchild_reaped(tchild_t *c, int killed) {
+  int status = tchild_reap(c);
+
+  if (killed)
+    ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  else
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 uint64_t tnow_ns(void) {

@@ -150,44 +150,6 @@ static void take(wl_agent_t *agent, wl_request_t *r, unsigned events) {
   ASSERT_EQ(events, got);
 }
 
-/* Forks a child that waits for a byte on *go before it runs `fn`, which
- * answers on *back. Forked before this process opens a manager (TSan cannot
- * follow a child that starts threads after a fork of a process with
- * threads). */
-static pid_t fork_child(int go[2], int back[2], const char *path,
-                        void (*fn)(const char *, int, int)) {
-  pid_t pid;
-  char byte;
-
-  ASSERT_EQ(0, pipe(go));
-  ASSERT_EQ(0, pipe(back));
-  fflush(stdout);
-  pid = fork();
-  ASSERT(pid >= 0);
-  if (pid == 0) {
-    close(go[1]);
-    close(back[0]);
-    ASSERT_EQ(1, read(go[0], &byte, 1));
-    fn(path, go[0], back[1]);
-    _exit(0);
-  }
-  close(go[0]);
-  close(back[1]);
-  return pid;
-}
-
-static void reap(pid_t pid, int killed, int go[2], int back[2]) {
-  int status;
-
-  ASSERT_EQ(pid, waitpid(pid, &status, 0));
-  if (killed)
-    ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-  else
-    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  close(go[1]);
-  close(back[0]);
-}
-
 /* Queues on x, says so, and when granted (by the parent's release) sends
  * its token. */
 static void waiter(const char *path, int in, int out) {
@@ -213,15 +175,14 @@ static void waiter(const char *path, int in, int out) {
  * closed the file and one opens it again. */
 static void test_shared_counter_is_the_files(void) {
   char path[128], byte;
-  int go[2], back[2];
+  tchild_t c;
   wl_manager_t *m;
   wl_agent_t p;
   wl_request_t x, y, z;
   uint64_t token;
-  pid_t pid;
 
   tshm_path(path, sizeof(path), "token");
-  pid = fork_child(go, back, path, waiter);
+  tchild_run(&c, path, waiter);
   m = tsegment_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &x, NAME("x"), WL_EXCLUSIVE, 0));
@@ -230,12 +191,12 @@ static void test_shared_counter_is_the_files(void) {
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &y, NAME("y"), WL_SHARED, 0));
   take(&p, &y, WL_EV_GRANTED);
   ASSERT_EQ(2, wl_request_token(&y));
-  ASSERT_EQ(1, write(go[1], "g", 1));
-  ASSERT_EQ(1, read(back[0], &byte, 1));
+  ASSERT_EQ(1, write(c.to, "g", 1));
+  ASSERT_EQ(1, read(c.from, &byte, 1));
   ASSERT_EQ(1, wl_release(&x)); /* grants the child's request: 3 */
-  ASSERT_EQ(sizeof(token), read(back[0], &token, sizeof(token)));
+  ASSERT_EQ(sizeof(token), read(c.from, &token, sizeof(token)));
   ASSERT_EQ(3, token);
-  reap(pid, 0, go, back);
+  tchild_reaped(&c, 0);
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &z, NAME("x"), WL_EXCLUSIVE, 0));
   take(&p, &z, WL_EV_GRANTED);
   ASSERT_EQ(4, wl_request_token(&z));
@@ -280,22 +241,21 @@ static void holder_dies_granting(const char *path, int in, int out) {
 /* A grant cut short by a crash is made by the recovery, with a new token. */
 static void test_grant_finished_by_recovery(void) {
   char path[128];
-  int go[2], back[2];
+  tchild_t c;
   wl_manager_t *m;
   wl_agent_t p;
   wl_request_t w, v;
   uint64_t theirs;
-  pid_t pid;
 
   tshm_path(path, sizeof(path), "token-grant");
-  pid = fork_child(go, back, path, holder_dies_granting);
+  tchild_run(&c, path, holder_dies_granting);
   m = tsegment_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
-  ASSERT_EQ(1, write(go[1], "g", 1));
-  ASSERT_EQ(sizeof(theirs), read(back[0], &theirs, sizeof(theirs)));
+  ASSERT_EQ(1, write(c.to, "g", 1));
+  ASSERT_EQ(sizeof(theirs), read(c.from, &theirs, sizeof(theirs)));
   ASSERT_EQ(0, wl_request(&p, &w, NAME("x"), WL_EXCLUSIVE, 0));
-  ASSERT_EQ(1, write(go[1], "r", 1));
-  reap(pid, 1, go, back);
+  ASSERT_EQ(1, write(c.to, "r", 1));
+  tchild_reaped(&c, 1);
   /* Whoever takes the mutex first (this sweep or the watcher's) recovers. */
   ASSERT_EQ(0, wl_sweep(m));
   take(&p, &w, WL_EV_GRANTED);
@@ -331,22 +291,21 @@ static void thief_dies(const char *path, int in, int out) {
  * token after the thief's. */
 static void test_steal_finished_by_recovery(void) {
   char path[128];
-  int go[2], back[2];
+  tchild_t c;
   wl_manager_t *m;
   wl_agent_t p;
   wl_request_t h, w;
-  pid_t pid;
 
   tshm_path(path, sizeof(path), "token-steal");
-  pid = fork_child(go, back, path, thief_dies);
+  tchild_run(&c, path, thief_dies);
   m = tsegment_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &h, NAME("x"), WL_EXCLUSIVE, 0));
   take(&p, &h, WL_EV_GRANTED);
   ASSERT_EQ(1, wl_request_token(&h));
   ASSERT_EQ(0, wl_request(&p, &w, NAME("x"), WL_EXCLUSIVE, 0));
-  ASSERT_EQ(1, write(go[1], "g", 1));
-  reap(pid, 1, go, back);
+  ASSERT_EQ(1, write(c.to, "g", 1));
+  tchild_reaped(&c, 1);
   ASSERT_EQ(0, wl_sweep(m));
   take(&p, &h, WL_EV_STOLEN);
   take(&p, &w, WL_EV_GRANTED);

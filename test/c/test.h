@@ -114,6 +114,11 @@ typedef struct {
 enum { TCHILD_NEW_PID_NS = 1 };
 void tchild_fork(tchild_t *c, const char *path, uint64_t size,
                  const char *name, int flags, void (*prepare)(void));
+/* Forks a child that runs fn(path, in, out) once it has read a byte from
+ * in (a command, sent with write(c->to, ...)), and then exits; in and out
+ * are its ends of c's pipes. For a child that does one thing of its own. */
+void tchild_run(tchild_t *c, const char *path,
+                void (*fn)(const char *path, int in, int out));
 /* Sends a command; returns the answer, or 0 if the child died instead (the
  * OOM killer, or an armed fault point). */
 char tchild_do(tchild_t *c, char cmd);
@@ -122,6 +127,9 @@ char tchild_do(tchild_t *c, char cmd);
 uint64_t tchild_kill(tchild_t *c);
 void tchild_close(tchild_t *c);
 int tchild_reap(tchild_t *c);
+/* Reaps it, which must have been killed by SIGKILL if `killed`, else
+ * exited with 0. */
+void tchild_reaped(tchild_t *c, int killed);
 
 /* CLOCK_MONOTONIC, in nanoseconds. */
 uint64_t tnow_ns(void);
