@@ -370,10 +370,13 @@ class PostgresBackend {
   // The server ends the session once it has said nothing for `keepalive`
   // (PostgreSQL 14 and later; older servers rely on TCP keepalives), gives
   // up on an unanswered send as soon, and sees a closed connection during a
-  // long statement within a second.
-  async limitIdle (client) {
+  // long statement within a second. And the statements run at READ
+  // COMMITTED whatever the role's or the database's default: they rely on
+  // it (see readCommitted()).
+  async configure (client) {
     const ms = this.target.keepalive
-    const settings = [['idle_session_timeout', ms], ['tcp_user_timeout', ms],
+    const settings = [['default_transaction_isolation', 'read committed'],
+      ['idle_session_timeout', ms], ['tcp_user_timeout', ms],
       // A watcher whose process died stops waiting for its lock.
       ['client_connection_check_interval', Math.min(ms, 1000)],
       ['tcp_keepalives_idle', Math.max(1, Math.floor(ms / 2000))],
@@ -396,7 +399,7 @@ class PostgresBackend {
     try {
       await client.connect()
       await this.checkOwnSession(client)
-      await this.limitIdle(client)
+      await this.configure(client)
       await ensureSchema(client, this.target)
       // Each agent is a client of its own: a new clientId for each session.
       const { rows } = await client.query(this.sql.join, [this.target.scope, randomUUID()])
@@ -604,10 +607,15 @@ class PostgresBackend {
     return false
   }
 
-  // A call for a request failed: if the session is gone, so is every
-  // request; else this one rejects with the error.
+  // A call for a request failed: if the session is gone, or the call's
+  // outcome is not known, the session ends and every request goes; else
+  // this one rejects with the error.
   failed (session, request, error) {
-    if (error !== null && typeof error === 'object' && error.code === AGENT_GONE) {
+    // Not an error from the server (which means the call's transaction
+    // rolled back): a lost connection, after which the request may be in
+    // the database or not. Through a pool the session is still there, and
+    // would keep a request that no one here waits for: it is ended too.
+    if (!(error instanceof this.pg.DatabaseError) || error.code === AGENT_GONE) {
       this.lose(session, error)
       return
     }
@@ -782,7 +790,7 @@ class PostgresBackend {
     await watcher.connect()
     const stream = watcher.connection && watcher.connection.stream
     if (stream && typeof stream.unref === 'function') stream.unref()
-    await this.limitIdle(watcher)
+    await this.configure(watcher)
     await watcher.query(`SET lock_timeout = ${WATCH_SLICE_MS}`)
     const { rows } = await watcher.query(BACKEND_PID)
     if (session.lost) {
@@ -830,9 +838,25 @@ class PostgresBackend {
 // Opens this thread's agent of the scope in the database: resolves once it
 // has joined, with the backend (see manager-process.js).
 async function openPostgres (target) {
+  if (target.pool !== null) await readCommitted(target.pool)
   const backend = new PostgresBackend(target, loadPg())
   await backend.session()
   return backend
+}
+
+// The statements rely on READ COMMITTED: a statement that waited for a
+// name's row reads its newest version (at REPEATABLE READ it would fail
+// with a serialization error: a release failing so ends the session). The
+// session sets it; a pool's connections must have it.
+async function readCommitted (pool) {
+  const { rows } = await pool.query("SELECT current_setting('transaction_isolation') AS level")
+  if (rows[0].level !== 'read committed') {
+    const error = new Error(`web-locks: the pool's connections run transactions at ${rows[0].level.toUpperCase()}; ` +
+      'the lock manager\'s statements need READ COMMITTED (PostgreSQL\'s default): give a pool whose connections use it ' +
+      '(default_transaction_isolation), or a connection string.')
+    error.code = 'EISOLATION'
+    throw error
+  }
 }
 
 module.exports = { postgresTarget, openPostgres, schemaSQL }

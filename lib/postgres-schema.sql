@@ -54,10 +54,12 @@ CREATE TABLE @schema@.token_block (
   ceiling bigint NOT NULL
 );
 INSERT INTO @schema@.token_block (ceiling) VALUES (1);
--- The first token since the last crash, written by the move.
+-- The first token since the last crash, written by the move (and by the
+-- schema's creation, which is no crash).
 CREATE UNLOGGED TABLE @schema@.token_live (
   floor bigint NOT NULL
 );
+INSERT INTO @schema@.token_live (floor) VALUES (1);
 
 -- A value drawn from the counter, made a token: the ceiling raised above
 -- it if it has reached it. Returns it. Callers hold the lock of a name's row
@@ -78,8 +80,9 @@ BEGIN
   END IF;
   UPDATE @schema@.token_block SET ceiling = p_drawn + 1048576;
   -- The new ceiling must be on disk before a token above the old one is
-  -- seen: this commit waits for the flush even where commits do not.
-  IF current_setting('synchronous_commit') = 'off' THEN
+  -- seen: this commit waits for the flush even where commits do not, and
+  -- for a synchronous standby's if there is one.
+  IF current_setting('synchronous_commit') IN ('off', 'local') THEN
     PERFORM set_config('synchronous_commit', 'on', true);
   END IF;
   RETURN p_drawn;
@@ -108,8 +111,13 @@ BEGIN
     RETURN;
   END IF;
   SELECT ceiling INTO c FROM @schema@.token_block FOR UPDATE;
-  PERFORM setval('@schema@.tokens', c);
-  INSERT INTO @schema@.token_live (floor) VALUES (c + 1);
+  -- Read after the lock, and not through a snapshot (a sequence has none):
+  -- a move that another join made meanwhile shows here, and the counter
+  -- has been drawn from since, so it is not moved again.
+  IF (SELECT last_value FROM @schema@.tokens) < c THEN
+    PERFORM setval('@schema@.tokens', c);
+    INSERT INTO @schema@.token_live (floor) VALUES (c + 1);
+  END IF;
 END $$;
 
 -- One row per agent: a thread that opened a scope. It lives while its

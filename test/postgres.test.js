@@ -513,6 +513,60 @@ describe('openLockManager (PostgreSQL)', function () {
         await pool.end();
       }
     });
+    it('refuses a pool whose connections run at another isolation level than READ COMMITTED, saying so', async function () {
+      const pool = new pg.Pool({ connectionString: url, max: 1, options: '-c default_transaction_isolation=repeatable\\ read' });
+      try {
+        await assert.rejects(open(scopeName('isolation'), { postgres: pool }),
+          (error) => error.code === 'EISOLATION' && /REPEATABLE READ/.test(error.message) && /READ COMMITTED/.test(error.message));
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('runs its statements at READ COMMITTED where the connection\'s default is REPEATABLE READ: a release that waited for the name\'s row does not fail', async function () {
+      const scope = scopeName('repeatable');
+      const a = await open(scope, { postgres: { connectionString: url, options: '-c default_transaction_isolation=repeatable\\ read' } });
+      const h = holdOn(a, 'x');
+      await h.granted;
+      const blocker = new pg.Client(url);
+      await blocker.connect();
+      try {
+        // A new version of the row, committed while the release waits for
+        // it: at REPEATABLE READ the release would fail (40001).
+        await blocker.query('BEGIN');
+        await blocker.query('UPDATE web_locks.names SET queued = queued WHERE scope = $1', [scope]);
+        h.release('done');
+        await rowLockWaits(scope, 1);
+        await blocker.query('COMMIT');
+        assert.equal(await h.done, 'done');
+        assert.equal(only(await a.query(), 'x').held.length, 0);
+      } finally {
+        await blocker.end();
+      }
+    });
+
+    it('through a pool, a request whose answer is lost ends the session: the lock it may hold is not left held', async function () {
+      const pool = new pg.Pool({ connectionString: url, max: 2 });
+      // The request statement runs, and then its connection "breaks".
+      const lossy = {
+        options: pool.options,
+        connect: (...args) => pool.connect(...args),
+        query: async (query, values) => {
+          const result = await pool.query(query, values);
+          if (query.name !== undefined && query.name.endsWith('_request')) throw new Error('Connection terminated unexpectedly');
+          return result;
+        },
+      };
+      try {
+        const scope = scopeName('lost-answer');
+        const a = await open(scope, { postgres: lossy });
+        const b = await open(scope);
+        await assert.rejects(a.request('x', () => 'a'), isDOMException('AbortError'));
+        assert.equal(await b.request('x', () => 'b'), 'b');
+      } finally {
+        await pool.end();
+      }
+    });
   });
 
   describe('agents in other processes', function () {
