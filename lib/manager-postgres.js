@@ -672,7 +672,11 @@ class PostgresBackend {
     if (session === null) return
     this.call(session, this.sql.abort, [session.agent, request.id]).then(({ rows }) => {
       if (rows[0].removed && this.requests.get(request.id) === request) this.forget(request)
-    }, () => {})
+    }, (error) => {
+      // Refused by the server: still queued, and released once granted.
+      // Else it may have left the queue, and nothing would end it here.
+      if (!(error instanceof this.pg.DatabaseError)) this.lose(session, error)
+    })
   }
 
   async query () {

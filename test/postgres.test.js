@@ -545,24 +545,51 @@ describe('openLockManager (PostgreSQL)', function () {
       }
     });
 
-    it('through a pool, a request whose answer is lost ends the session: the lock it may hold is not left held', async function () {
-      const pool = new pg.Pool({ connectionString: url, max: 2 });
-      // The request statement runs, and then its connection "breaks".
-      const lossy = {
+    // A pool whose calls of one statement run, and then their connection
+    // "breaks" before the answer.
+    function losing(pool, statement) {
+      return {
         options: pool.options,
         connect: (...args) => pool.connect(...args),
         query: async (query, values) => {
           const result = await pool.query(query, values);
-          if (query.name !== undefined && query.name.endsWith('_request')) throw new Error('Connection terminated unexpectedly');
+          if (query.name !== undefined && query.name.endsWith(`_${statement}`)) throw new Error('Connection terminated unexpectedly');
           return result;
         },
       };
+    }
+
+    it('through a pool, a request whose answer is lost ends the session: the lock it may hold is not left held', async function () {
+      const pool = new pg.Pool({ connectionString: url, max: 2 });
       try {
         const scope = scopeName('lost-answer');
-        const a = await open(scope, { postgres: lossy });
+        const a = await open(scope, { postgres: losing(pool, 'request') });
         const b = await open(scope);
         await assert.rejects(a.request('x', () => 'a'), isDOMException('AbortError'));
         assert.equal(await b.request('x', () => 'b'), 'b');
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('through a pool, an abort whose answer is lost ends the session: its other locks count as lost', async function () {
+      const pool = new pg.Pool({ connectionString: url, max: 2 });
+      try {
+        const scope = scopeName('lost-abort');
+        const a = await open(scope, { postgres: losing(pool, 'abort') });
+        const b = await open(scope);
+        const other = holdOn(a, 'y');
+        await other.granted;
+        const h = holdOn(b, 'x');
+        await h.granted;
+        const controller = new AbortController();
+        const waiting = a.request('x', { signal: controller.signal }, () => 'never');
+        await settledIn(a);
+        controller.abort();
+        await assert.rejects(waiting, { name: 'AbortError' });
+        await assert.rejects(other.done, isDOMException('AbortError'));
+        h.release();
+        await h.done;
       } finally {
         await pool.end();
       }
