@@ -88,7 +88,9 @@ export interface PostgresLockManagerOptions {
    * The database: a connection string, node-postgres's client config, or a
    * `pg.Pool` (the calls then go through it). Needs the `pg` package. The
    * manager's session must be a session of its own: behind a pooler in
-   * transaction or statement mode, it rejects with `code: 'EPOOLED'`.
+   * transaction or statement mode, it rejects with `code: 'EPOOLED'`. A
+   * pool whose connections run at another isolation level than READ
+   * COMMITTED is refused with `code: 'EISOLATION'`.
    */
   postgres: string | object
   /**

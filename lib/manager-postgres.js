@@ -611,11 +611,9 @@ class PostgresBackend {
   // outcome is not known, the session ends and every request goes; else
   // this one rejects with the error.
   failed (session, request, error) {
-    // Not an error from the server (which means the call's transaction
-    // rolled back): a lost connection, after which the request may be in
-    // the database or not. Through a pool the session is still there, and
-    // would keep a request that no one here waits for: it is ended too.
-    if (!(error instanceof this.pg.DatabaseError) || error.code === AGENT_GONE) {
+    // An unknown outcome: through a pool the session is still there, and
+    // would keep a request that no one here waits for.
+    if (!this.fromServer(error) || error.code === AGENT_GONE) {
       this.lose(session, error)
       return
     }
@@ -640,16 +638,23 @@ class PostgresBackend {
     this.forget(request)
     const session = this.current
     if (session === null) return Promise.resolve(lostError())
-    const failed = (error) => {
+    const lost = (error) => {
       this.lose(session, error)
       return lostError(error)
     }
     if (inRow !== undefined) {
       return this.call(session, this.sql.releaseRow, [session.agent, request.id, inRow])
-        .then(({ rows }) => rows.length === 1, failed)
+        .then(({ rows }) => rows.length === 1, lost)
     }
     return this.call(session, this.sql.release, [session.agent, request.id])
-      .then(({ rows }) => rows[0].held === true, failed)
+      .then(({ rows }) => rows[0].held === true, lost)
+  }
+
+  // Whether a call's error came from the server, which then rolled its
+  // transaction back. Any other (a connection lost mid-call) leaves the
+  // call's outcome unknown: it may have been made in the database or not.
+  fromServer (error) {
+    return error instanceof this.pg.DatabaseError
   }
 
   // The database takes the request out of its queue once its request call
@@ -675,7 +680,7 @@ class PostgresBackend {
     }, (error) => {
       // Refused by the server: still queued, and released once granted.
       // Else it may have left the queue, and nothing would end it here.
-      if (!(error instanceof this.pg.DatabaseError)) this.lose(session, error)
+      if (!this.fromServer(error)) this.lose(session, error)
     })
   }
 

@@ -112,8 +112,8 @@ BEGIN
   END IF;
   SELECT ceiling INTO c FROM @schema@.token_block FOR UPDATE;
   -- Read after the lock, and not through a snapshot (a sequence has none):
-  -- a move that another join made meanwhile shows here, and the counter
-  -- has been drawn from since, so it is not moved again.
+  -- after a move made meanwhile by another join, the counter is at the
+  -- ceiling or past it, and is not moved again.
   IF (SELECT last_value FROM @schema@.tokens) < c THEN
     PERFORM setval('@schema@.tokens', c);
     INSERT INTO @schema@.token_live (floor) VALUES (c + 1);
@@ -263,6 +263,7 @@ CREATE FUNCTION @schema@.request(p_agent integer, p_local bigint, p_scope text, 
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
+  d bytea := sha256(p_name);
   n bigint;
   now_held integer;
   now_exclusive boolean;
@@ -286,9 +287,9 @@ BEGIN
   LOOP
     SELECT id, held, exclusive, queued, holder_agent, holder_local
       INTO n, now_held, now_exclusive, now_queued, now_holder, now_holder_local
-      FROM @schema@.names WHERE scope = p_scope AND digest = sha256(p_name) FOR UPDATE;
+      FROM @schema@.names WHERE scope = p_scope AND digest = d FOR UPDATE;
     EXIT WHEN FOUND;
-    INSERT INTO @schema@.names (scope, digest, name) VALUES (p_scope, sha256(p_name), p_name)
+    INSERT INTO @schema@.names (scope, digest, name) VALUES (p_scope, d, p_name)
       ON CONFLICT DO NOTHING;
   END LOOP;
   IF p_steal THEN

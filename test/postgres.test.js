@@ -341,7 +341,6 @@ describe('openLockManager (PostgreSQL)', function () {
       const scope = scopeName('order');
       const [a, b] = await Promise.all([open(scope), open(scope)]);
       await a.request('x', () => {});
-      const waits = (n) => rowLockWaits(scope, n);
       const blocker = new pg.Client(url);
       await blocker.connect();
       try {
@@ -351,9 +350,9 @@ describe('openLockManager (PostgreSQL)', function () {
         await blocker.query('BEGIN');
         await blocker.query('SELECT FROM web_locks.token_block FOR UPDATE');
         const first = a.request('x', () => 'first').then((v) => v, (e) => e);
-        await waits(1);
+        await rowLockWaits(scope, 1);
         const thief = b.request('x', { steal: true }, () => 'thief');
-        await waits(2);
+        await rowLockWaits(scope, 2);
         await blocker.query('COMMIT');
         assert.equal(await thief, 'thief');
         // Granted, then robbed by the thief, or released before it.
@@ -513,6 +512,7 @@ describe('openLockManager (PostgreSQL)', function () {
         await pool.end();
       }
     });
+
     it('refuses a pool whose connections run at another isolation level than READ COMMITTED, saying so', async function () {
       const pool = new pg.Pool({ connectionString: url, max: 1, options: '-c default_transaction_isolation=repeatable\\ read' });
       try {

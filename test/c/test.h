@@ -116,7 +116,8 @@ void tchild_fork(tchild_t *c, const char *path, uint64_t size,
                  const char *name, int flags, void (*prepare)(void));
 /* Forks a child that runs fn(path, in, out) once it has read a byte from
  * in (a command, sent with write(c->to, ...)), and then exits; in and out
- * are its ends of c's pipes. For a child that does one thing of its own. */
+ * are its ends of c's pipes. For a child that does one thing of its own;
+ * forked, as tchild_fork's, before the test's process starts threads. */
 void tchild_run(tchild_t *c, const char *path,
                 void (*fn)(const char *path, int in, int out));
 /* Sends a command; returns the answer, or 0 if the child died instead (the
