@@ -5,7 +5,7 @@
       "variables": {
         "wl_shared%": "<!(node -p \"process.platform === 'linux' && !process.env.WEB_LOCKS_NO_SHARED ? 1 : 0\")"
       },
-      "sources": ["src/wl-api.c", "src/wl-local.c", "src/wl-region.c", "src/binding.c"],
+      "sources": ["src/wl-api.c", "src/wl-local.c", "src/wl-region.c", "src/wl-table.c", "src/binding.c"],
       "defines": ["NAPI_VERSION=8", "WL_SHARED_MANAGER=<(wl_shared)"],
       "conditions": [
         ["wl_shared == 1", {

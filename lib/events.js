@@ -2,8 +2,9 @@
 
 // What the shim and a backend tell each other about a request: its mode
 // (bit 0) and flags (the bits above), as the binding takes them, and the
-// events a backend delivers (the binding's WL_EV_*); and the slots of the
-// binding's io array (binding.c's WLB_IO_*).
+// events a backend delivers (the binding's WL_EV_*, and its WLB_EV_FAILED:
+// the request's manager was found damaged); and the slots of the binding's
+// io array (binding.c's WLB_IO_*).
 module.exports = Object.freeze({
   SHARED: 1,
   IF_AVAILABLE: 2,
@@ -11,6 +12,7 @@ module.exports = Object.freeze({
   EV_GRANTED: 1,
   EV_UNAVAILABLE: 2,
   EV_STOLEN: 4,
+  EV_FAILED: 8,
   IO_RESULT: 0,
   IO_ID: 1,
   IO_EVENTS: 2,

@@ -23,7 +23,7 @@ const { processBackend } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./manager-postgres.js')
 const {
-  SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN, IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI
+  SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN, EV_FAILED, IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI
 } = require('./events.js')
 
 // How a request that did not succeed ended, for monitorContention().
@@ -129,6 +129,10 @@ class LockRequest {
 
   deliver (events) {
     const grant = this.grant
+    if (events & EV_FAILED) {
+      this.drop(this.backend.failure())
+      return
+    }
     if (events & EV_GRANTED) {
       this.held = true
       this.grant = undefined
@@ -266,7 +270,8 @@ class LockRequest {
     this.settle(false, signalOps.reason(signal), ABORTED)
   }
 
-  // Its manager was closed, or its agent ended (a PostgreSQL session lost):
+  // Its manager was closed or found damaged, or its agent ended (a
+  // PostgreSQL session lost):
   // the backend has dropped it (spec 2.6), so its promise rejects, as after
   // a steal, with an AbortError unless the backend gives another error, and
   // its callback never runs.

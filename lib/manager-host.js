@@ -78,7 +78,13 @@ function hostBackend (binding, handle, file) {
         throw translate(error)
       }
     },
-    release,
+    release (id) {
+      try {
+        return release(id)
+      } catch (error) {
+        throw translate(error)
+      }
+    },
     abort,
     query () {
       try {
@@ -90,6 +96,7 @@ function hostBackend (binding, handle, file) {
     close: () => close(handle)
   })
   backend.file = file
+  backend.failure = () => damaged(file)
   return backend
 }
 

@@ -7,7 +7,8 @@
 // - request(name, how, request): makes the request (how: the mode in bit 0,
 //   the flags above it, events.js), gives request.id a number, and returns
 //   whether the request is known to wait. It calls request.deliver(events)
-//   later for a grant (request.token set first), a miss or a steal. A
+//   later for a grant (request.token set first), a miss or a steal, or a
+//   failure of the manager (then backend.failure() is the error). A
 //   native backend files the request in the thread's table
 //   (binding.requests) under its slot's id, for the deliveries the binding
 //   dispatches.
@@ -16,7 +17,7 @@
 //   request with (its agent was lost).
 // - abort(request): takes the request out of its queue if it is still
 //   there; if it was granted meanwhile, the grant still comes (the shim
-//   then releases it).
+//   then releases it). It never throws: it runs in an abort listener.
 // - forget(request): the request is done with (a miss, or dropped).
 // - query(): { held, pending }, or a promise of it.
 // - close(), if present: this thread leaves the manager; every request of
@@ -24,6 +25,7 @@
 // - closed: whether it has.
 
 const { IO_RESULT } = require('./events.js')
+const { PromiseResolve } = require('./intrinsics.js')
 
 // A backend on the core: the native calls `ops` ({ request(name, how),
 // release(id), abort(id), query(), close() if the agent can leave }) of the
@@ -40,12 +42,23 @@ function nativeBackend ({ requests, io }, ops) {
       requests[id] = request
       return (result & 1) === 0
     },
+    // A manager found damaged fails every call: a release's error is the
+    // request's rejection, and an abort's is left to the failure that
+    // every request of the manager is then delivered.
     release (request) {
       requests[request.id] = undefined
-      return !backend.closed && ops.release(request.id)
+      if (backend.closed) return false
+      try {
+        return ops.release(request.id)
+      } catch (error) {
+        return PromiseResolve(error)
+      }
     },
     abort (request) {
-      if (!backend.closed && ops.abort(request.id)) requests[request.id] = undefined
+      if (backend.closed) return
+      try {
+        if (ops.abort(request.id)) requests[request.id] = undefined
+      } catch {}
     },
     forget (request) {
       requests[request.id] = undefined

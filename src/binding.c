@@ -65,6 +65,9 @@ enum {
 #define WLB_MAX_IDS ((uint32_t)1 << 29)
 /* In a used slot's data: the request is not yet granted. */
 #define WLB_WAITING 2
+/* An event of the binding's own, beside the core's WL_EV_*: the request's
+ * manager was found damaged, and the request is dropped (lib/events.js). */
+#define WLB_EV_FAILED 8
 
 /* A shared manager, mapped once per process however many threads open it.
  * It is found again by its file's identity, not its path: a file removed
@@ -256,6 +259,25 @@ static void wlb__dispatch(wlb_thread_t *t, napi_value fn, uint32_t id,
   }
 }
 
+/* The agent's manager was found damaged: every request of it that the
+ * thread still has is dropped, its slot freed (so that it no longer keeps
+ * the loop alive), and told to JS, which rejects it. */
+static void wlb__fail(wlb_thread_t *t, wl_agent_t *agent,
+                      const unsigned char *closed, napi_value fn) {
+  uint32_t id;
+
+  for (id = 0; !*closed && id < t->nchunks * WLB_CHUNK; id++) {
+    wl_request_t *req = wlb__slot_get(t, id);
+    if (req == NULL || req->agent != agent)
+      continue;
+    /* Freed after the call, as an unavailable request is (see below). */
+    wlb__unwait(t, req);
+    wlb__dispatch(t, fn, id, WLB_EV_FAILED);
+    if (wlb__slot_get(t, id) == req)
+      wlb__free(t, req);
+  }
+}
+
 /* Delivers an agent's mailbox, including events that arrive meanwhile (a
  * callback that requests again), up to a budget shared by the thread's
  * agents, so that timers and I/O are not starved; what is left is delivered
@@ -267,6 +289,10 @@ static int wlb__deliver(wlb_thread_t *t, wl_agent_t *agent,
   wl_request_t *req;
   unsigned events;
 
+  if (wl_agent_status(agent) != 0) {
+    wlb__fail(t, agent, closed, fn);
+    return 1;
+  }
   while (!*closed && (req = wl_agent_next(agent, &events)) != NULL) {
     if (events & WL_EV_GRANTED) {
       uint64_t token = wl_request_token(req);
@@ -285,6 +311,8 @@ static int wlb__deliver(wlb_thread_t *t, wl_agent_t *agent,
       return 0;
     }
   }
+  if (!*closed && wl_agent_status(agent) != 0)
+    wlb__fail(t, agent, closed, fn);
   return 1;
 }
 
@@ -339,7 +367,9 @@ static int wlb__segment_ref(const char *path, uint64_t size, unsigned mode,
   int rc = 0;
 
   pthread_mutex_lock(&wlb__segments_mutex);
-  if (stat(path, &st) == 0) {
+  /* Not through a symbolic link: the file is opened without following one
+   * (ELOOP), and a link must not lead to another scope mapped here. */
+  if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
     for (seg = wlb__segments; seg != NULL; seg = seg->next) {
       if (seg->dev == st.st_dev && seg->ino == st.st_ino)
         break;
@@ -576,11 +606,17 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   WLB_CALL(env, napi_get_reference_value(env, t->io_ref, &io));
   if (wl_local() == NULL)
     return wlb__throw_code(env, WL_ENOMEM);
+  t->agent.data = t;
   rc = wl_agent_init(wl_local(), &t->agent, client_id, len, wlb__notify);
   if (rc != 0)
     return wlb__throw_code(env, rc);
-  t->agent.data = t;
-  WLB_CALL(env, napi_create_reference(env, argv[0], 1, &t->dispatch));
+  /* Teardown closes the agent once dispatch is set; until then, this does. */
+  if (napi_create_reference(env, argv[0], 1, &t->dispatch) != napi_ok) {
+    t->dispatch = NULL;
+    wl_agent_close(&t->agent);
+    wlb__throw_last(env);
+    return NULL;
+  }
   return io;
 }
 

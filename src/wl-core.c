@@ -33,17 +33,70 @@ static int wl__done(wl_manager_t *m, int rc) {
  * none. (A grant's key is its token, which every manager gives.) */
 static uint64_t wl__stamp(wl_manager_t *m) { return ++WL__HDR(m)->stamp; }
 
-/* Wakes an agent's thread: its notify callback in this process, its FIFO
- * in another. */
+/* Wakes an agent's thread: its notify callback in this process, found in
+ * the process's table by the index its record carries (checked: it must
+ * name a handle of that record), its FIFO in another. */
 static void wl__notify(wl_manager_t *m, wl_off_t a) {
   wl__agent_t *agent = AGENT(m, a);
+  wl_agent_t *handle;
 
-  if (!WL__SHARED(m) || agent->owner == m->self) {
-    wl_agent_t *handle = (wl_agent_t *)(uintptr_t)agent->handle;
+  if (!WL__SHARED(m)) {
+    handle = wl__table_get(&m->agents, agent->local);
     handle->notify(handle);
-  } else {
-    wl__wake(m, a);
+    return;
   }
+  if (agent->owner != m->self) {
+    wl__wake(m, a);
+    return;
+  }
+  pthread_mutex_lock(&m->agents_mutex);
+  handle = wl__table_get(&m->agents, agent->local);
+  if (handle != NULL && handle->off == a)
+    handle->notify(handle);
+  else
+    wl__damaged(m);
+  pthread_mutex_unlock(&m->agents_mutex);
+}
+
+/* Whether the agent's record is still the one it was given. A shared
+ * manager's recovery ends agents whose owner it cannot find. */
+static int wl__agent_live(wl_manager_t *m, const wl_agent_t *agent) {
+  wl__block_t *b;
+
+  if (!WL__SHARED(m))
+    return 1;
+  b = wl__block(m, agent->off);
+  return b->kind == WL__AGENT && b->gen == agent->gen;
+}
+
+/* The process's table of agents, changed under the manager's mutex and,
+ * for a shared manager, agents_mutex (see wl_manager_t). */
+static int wl__agents_put(wl_manager_t *m, wl_agent_t *agent) {
+  int rc;
+
+  if (WL__SHARED(m))
+    pthread_mutex_lock(&m->agents_mutex);
+  rc = wl__table_put(&m->agents, agent, &agent->local);
+  if (WL__SHARED(m))
+    pthread_mutex_unlock(&m->agents_mutex);
+  return rc;
+}
+
+static void wl__agents_drop(wl_manager_t *m, wl_agent_t *agent) {
+  if (WL__SHARED(m))
+    pthread_mutex_lock(&m->agents_mutex);
+  if (wl__table_get(&m->agents, agent->local) == agent)
+    wl__table_drop(&m->agents, agent->local);
+  if (WL__SHARED(m))
+    pthread_mutex_unlock(&m->agents_mutex);
+}
+
+/* A request's handle leaves its agent's table once its record is gone. */
+static void wl__unslot(wl_request_t *req) {
+  wl__table_t *t = &req->agent->requests;
+
+  if (wl__table_get(t, req->local) == req)
+    wl__table_drop(t, req->local);
 }
 
 /* Queues an event for the request's agent and wakes the agent when its
@@ -204,44 +257,54 @@ static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
                           wl_notify_cb notify) {
   wl__agent_t *a;
   wl_off_t off;
-  int rc, fd = WL_ENOMEM;
+  int rc, fd = -1;
 
   if (client_id_len > WL_CLIENT_ID_MAX || notify == NULL)
     return WL_EINVAL;
+  memset(&agent->requests, 0, sizeof(agent->requests));
+  agent->m = m;
+  agent->notify = notify;
+  agent->wake_fd = -1;
   if ((rc = wl__lock(m)) != 0)
     return rc;
   off = wl__alloc(m, WL__AGENT, sizeof(*a));
-  if (off != 0) {
-    a = AGENT(m, off);
-    wl__list_init(m, AT(off, wl__agent_t, queued));
-    wl__list_init(m, AT(off, wl__agent_t, held));
-    wl__list_init(m, AT(off, wl__agent_t, stolen));
-    wl__list_init(m, AT(off, wl__agent_t, mail));
-    a->handle = (uint64_t)(uintptr_t)agent;
-    a->owner = m->self;
-    if (m->self != 0)
-      wl__list_append(m, AT(m->self, wl__owner_t, agents),
-                      AT(off, wl__agent_t, olink));
-    a->client_id_len = (uint32_t)client_id_len;
-    if (client_id_len > 0)
-      memcpy(a->client_id, client_id, client_id_len);
-    /* Other processes wake a shared manager's agent through its FIFO. */
-    if (WL__SHARED(m) && (fd = wl__wake_open(m, off)) < 0) {
-      wl__close_agent(m, off);
-      off = 0;
-    }
-  }
-  rc = wl__done(m, off != 0 ? 0 : fd < 0 && WL__SHARED(m) ? fd : WL_ENOMEM);
-  if (rc != 0) {
+  if (off == 0 || wl__agents_put(m, agent) != 0) {
     if (off != 0)
-      wl__wake_close(m, off, fd);
-    return rc;
+      wl__free(m, off);
+    return wl__done(m, WL_ENOMEM);
   }
-  agent->m = m;
-  agent->notify = notify;
   agent->off = off;
-  agent->wake_fd = WL__SHARED(m) ? fd : -1;
-  return 0;
+  agent->gen = wl__block(m, off)->gen;
+  a = AGENT(m, off);
+  wl__list_init(m, AT(off, wl__agent_t, queued));
+  wl__list_init(m, AT(off, wl__agent_t, held));
+  wl__list_init(m, AT(off, wl__agent_t, stolen));
+  wl__list_init(m, AT(off, wl__agent_t, mail));
+  a->local = agent->local;
+  a->owner = m->self;
+  if (m->self != 0)
+    wl__list_append(m, AT(m->self, wl__owner_t, agents),
+                    AT(off, wl__agent_t, olink));
+  a->client_id_len = (uint32_t)client_id_len;
+  if (client_id_len > 0)
+    memcpy(a->client_id, client_id, client_id_len);
+  /* Other processes wake a shared manager's agent through its FIFO, made
+   * and (on failure) ended under the mutex, while no other agent can have
+   * its record. */
+  if (WL__SHARED(m) && (fd = wl__wake_open(m, off, agent->gen)) < 0) {
+    rc = fd;
+  } else if (WL__SHARED(m) && wl__is_damaged(m)) {
+    wl__wake_close(m, off, agent->gen, fd);
+    rc = WL_ECORRUPT;
+  }
+  if (rc != 0) {
+    wl__close_agent(m, off);
+    wl__agents_drop(m, agent);
+    wl__unlock(m);
+    return WL__SHARED(m) && wl__is_damaged(m) ? WL_ECORRUPT : rc;
+  }
+  agent->wake_fd = fd;
+  return wl__done(m, 0);
 }
 
 /* Ends a queued or held request and processes its queue, as the spec's
@@ -299,15 +362,23 @@ static void wl__close_agent(wl_manager_t *m, wl_off_t a) {
   wl__free(m, a);
 }
 
+/* Its FIFO is removed by its own name (its record's offset and generation,
+ * as this process knows them), which no other agent can have: without the
+ * mutex too, when the manager is damaged. */
 static void wl__agent_close(wl_agent_t *agent) {
   wl_manager_t *m = agent->m;
 
   if (wl__lock(m) == 0) {
-    wl__close_agent(m, agent->off);
+    if (wl__agent_live(m, agent))
+      wl__close_agent(m, agent->off);
+    wl__agents_drop(m, agent);
     wl__unlock(m);
+  } else {
+    wl__agents_drop(m, agent);
   }
   if (WL__SHARED(m))
-    wl__wake_close(m, agent->off, agent->wake_fd);
+    wl__wake_close(m, agent->off, agent->gen, agent->wake_fd);
+  wl__table_free(&agent->requests);
 }
 
 static wl_request_t *wl__agent_next(wl_agent_t *agent, unsigned *events) {
@@ -320,19 +391,30 @@ static wl_request_t *wl__agent_next(wl_agent_t *agent, unsigned *events) {
   if (!wl__list_empty(m, mail)) {
     wl_off_t r = REQ_OF(WL__LINK(m, mail)->next, mlink);
     wl__req_t *req = REQ(m, r);
+    handle = wl__table_get(&agent->requests, req->local);
+    /* The record must name a request of this agent that has that record. */
+    if (WL__SHARED(m) && (handle == NULL || handle->off != r ||
+                          handle->gen != wl__block(m, r)->gen)) {
+      wl__damaged(m);
+      wl__unlock(m);
+      return NULL;
+    }
     wl__list_remove(m, AT(r, wl__req_t, mlink));
-    *events = req->events;
+    *events = req->events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE | WL_EV_STOLEN);
     req->events = 0;
-    handle = (wl_request_t *)(uintptr_t)req->handle;
     /* Copied to the handle, so that reading it takes neither the mutex nor
      * a look at the record. */
     if (*events & WL_EV_GRANTED)
       handle->token = req->token;
     /* An unavailable request is done: nothing references it any more. */
-    if (*events & WL_EV_UNAVAILABLE)
+    if (*events & WL_EV_UNAVAILABLE) {
       wl__free(m, r);
+      wl__unslot(handle);
+    }
   }
   wl__unlock(m);
+  if (WL__SHARED(m) && wl__is_damaged(m))
+    return NULL;
   return handle;
 }
 
@@ -369,15 +451,23 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
 
   if ((granted = wl__lock(m)) != 0)
     return granted;
+  if (!wl__agent_live(m, agent)) {
+    wl__damaged(m);
+    return wl__done(m, WL_ECORRUPT);
+  }
+  if (wl__table_put(&agent->requests, req, &req->local) != 0)
+    return wl__done(m, WL_ENOMEM);
   r = wl__alloc(m, WL__REQUEST, sizeof(*rec));
   if (r == 0 && wl__drop_idle(m))
     r = wl__alloc(m, WL__REQUEST, sizeof(*rec));
   WL__FAULT("request-alloc");
-  if (r == 0)
+  if (r == 0) {
+    wl__unslot(req);
     return wl__done(m, WL_ENOMEM);
+  }
   rec = REQ(m, r);
   rec->agent = agent->off;
-  rec->handle = (uint64_t)(uintptr_t)req;
+  rec->local = req->local;
   rec->mode = (uint16_t)mode;
   req->off = r;
   req->gen = wl__block(m, r)->gen;
@@ -395,6 +485,7 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
     if (n == 0) {
       wl__free(m, r);
       req->off = 0;
+      wl__unslot(req);
       return wl__done(m, WL_ENOMEM);
     }
   } else {
@@ -438,6 +529,7 @@ static int wl__release(wl_request_t *req) {
       wl__end(m, r);
     wl__forget(m, r);
   }
+  wl__unslot(req);
   return wl__done(m, held);
 }
 
@@ -453,6 +545,7 @@ static int wl__abort(wl_request_t *req) {
   if (r != 0 && REQ(m, r)->state == WL__QUEUED) {
     wl__end(m, r);
     wl__forget(m, r);
+    wl__unslot(req);
     removed = 1;
   }
   return wl__done(m, removed);
@@ -465,21 +558,86 @@ static size_t wl__client_id_len(wl_manager_t *m, const wl__agent_t *agent) {
   return 0;
 }
 
-static wl_info_t *wl__fill(wl_manager_t *m, wl_info_t *info, wl_off_t r,
-                           const uint16_t *name, size_t name_index,
-                           char **text) {
+/* Room left in a snapshot's copy, as the first walk sized it. A shared
+ * region may change between the walks (anyone who can write its file can
+ * write it at any time): the second walk checks every entry, length and
+ * step against what is left, and finds the region damaged rather than
+ * write past it. */
+typedef struct {
+  wl_info_t *held, *pending;
+  size_t nheld, npending, units, text;
+  uint16_t *names;
+  char *chars;
+  uint64_t steps;
+} wl__room_t;
+
+/* Copies one entry of the name whose units are at `name` (len of them).
+ * Returns 0, or 1 when the copy has no room for it (damaged). */
+static int wl__fill(wl_manager_t *m, wl__room_t *room, wl_off_t r,
+                    const uint16_t *name, size_t len, size_t name_index,
+                    int held) {
   const wl__req_t *req = REQ(m, r);
   const wl__agent_t *agent = AGENT(m, req->agent);
+  size_t id_len = wl__client_id_len(m, agent);
+  wl_info_t *info;
 
+  if ((held ? room->nheld : room->npending) == 0 || id_len > room->text ||
+      !wl__step(m, &room->steps))
+    return 1;
+  if (held) {
+    info = room->held++;
+    room->nheld--;
+  } else {
+    info = room->pending++;
+    room->npending--;
+  }
   info->name = name;
-  info->name_len = NAME(m, req->name)->len;
+  info->name_len = len;
   info->name_index = name_index;
-  info->mode = (wl_mode_t)req->mode;
-  info->client_id = *text;
-  info->client_id_len = wl__client_id_len(m, agent);
-  memcpy(*text, agent->client_id, info->client_id_len);
-  *text += info->client_id_len;
-  return info + 1;
+  info->mode = req->mode == WL_SHARED ? WL_SHARED : WL_EXCLUSIVE;
+  info->client_id = room->chars;
+  info->client_id_len = id_len;
+  memcpy(room->chars, agent->client_id, id_len);
+  room->chars += id_len;
+  room->text -= id_len;
+  return 0;
+}
+
+/* The second walk: fills the copy. Returns 0, or 1 if it met damage. */
+static int wl__fill_all(wl_manager_t *m, wl__room_t *room, size_t *nnames) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl_off_t order = wl__off_of(m, &h->order), ln, lr;
+  size_t i = 0;
+
+  for (ln = WL__LINK(m, order)->next; ln != order;
+       ln = WL__LINK(m, ln)->next) {
+    wl_off_t n = wl__record_of(ln, wl__name_t, order);
+    wl_off_t q = AT(n, wl__name_t, queue), hl = AT(n, wl__name_t, held);
+    const uint16_t *units;
+    size_t len;
+    if (!wl__step(m, &room->steps))
+      return 1;
+    if (wl__linked(m, AT(n, wl__name_t, ilink)))
+      continue;
+    units = wl__units(m, n, &len);
+    if (units == NULL || len > room->units)
+      return 1;
+    if (len > 0)
+      memcpy(room->names, units, len * sizeof(uint16_t));
+    for (lr = WL__LINK(m, q)->next; lr != q; lr = WL__LINK(m, lr)->next) {
+      if (wl__fill(m, room, REQ_OF(lr, qlink), room->names, len, i, 0))
+        return 1;
+    }
+    for (lr = WL__LINK(m, hl)->next; lr != hl; lr = WL__LINK(m, lr)->next) {
+      if (wl__fill(m, room, REQ_OF(lr, qlink), room->names, len, i, 1))
+        return 1;
+    }
+    room->names += len;
+    room->units -= len;
+    i++;
+  }
+  *nnames = i;
+  return m->damaged;
 }
 
 /* Snapshot the lock state (4.5). Copies everything, so that the caller can
@@ -488,12 +646,10 @@ static wl_info_t *wl__fill(wl_manager_t *m, wl_info_t *info, wl_off_t r,
 static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t order = wl__off_of(m, &h->order);
-  size_t nheld = 0, npending = 0, units = 0, text = 0, i;
+  size_t nheld = 0, npending = 0, units = 0, text = 0, nnames = 0;
   uint64_t steps = WL__STEPS(m);
   wl_off_t ln, lr;
-  wl_info_t *held, *pending;
-  uint16_t *names;
-  char *chars;
+  wl__room_t room;
   int rc;
 
   if ((rc = wl__lock(m)) != 0)
@@ -502,11 +658,12 @@ static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
        ln = WL__LINK(m, ln)->next) {
     wl_off_t n = wl__record_of(ln, wl__name_t, order);
     wl_off_t q = AT(n, wl__name_t, queue), hl = AT(n, wl__name_t, held);
+    size_t len;
     if (wl__linked(m, AT(n, wl__name_t, ilink)))
       continue;
-    if (wl__units(m, n) == NULL)
+    if (wl__units(m, n, &len) == NULL)
       break;
-    units += NAME(m, n)->len;
+    units += len;
     for (lr = WL__LINK(m, q)->next; lr != q && wl__step(m, &steps);
          lr = WL__LINK(m, lr)->next, npending++)
       text += wl__client_id_len(m, AGENT(m, REQ(m, REQ_OF(lr, qlink))->agent));
@@ -521,30 +678,27 @@ static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
     wl__unlock(m);
     return wl__is_damaged(m) ? WL_ECORRUPT : WL_ENOMEM;
   }
-  held = snap->held = snap->mem;
-  pending = snap->pending = held + nheld;
-  names = (uint16_t *)(pending + npending);
-  chars = (char *)(names + units);
+  room.held = snap->held = snap->mem;
+  room.pending = snap->pending = room.held + nheld;
+  room.names = (uint16_t *)(room.pending + npending);
+  room.chars = (char *)(room.names + units);
+  room.nheld = nheld;
+  room.npending = npending;
+  room.units = units;
+  room.text = text;
+  room.steps = WL__STEPS(m);
+  /* The same walk again, under the same mutex: the same records, unless
+   * another process wrote the file meanwhile. */
+  if (wl__fill_all(m, &room, &nnames) || room.nheld != 0 ||
+      room.npending != 0) {
+    wl__damaged(m);
+    wl__unlock(m);
+    wl_snapshot_free(snap);
+    return WL_ECORRUPT;
+  }
   snap->nheld = nheld;
   snap->npending = npending;
-  snap->nnames = h->count - h->nidle; /* every other name has an entry */
-  /* The same walk again, under the same mutex: the same records. */
-  for (ln = WL__LINK(m, order)->next, i = 0; ln != order;
-       ln = WL__LINK(m, ln)->next) {
-    wl_off_t n = wl__record_of(ln, wl__name_t, order);
-    wl_off_t q = AT(n, wl__name_t, queue), hl = AT(n, wl__name_t, held);
-    wl__name_t *name = NAME(m, n);
-    if (wl__linked(m, AT(n, wl__name_t, ilink)))
-      continue;
-    if (name->len > 0)
-      memcpy(names, wl__units(m, n), name->len * sizeof(uint16_t));
-    for (lr = WL__LINK(m, q)->next; lr != q; lr = WL__LINK(m, lr)->next)
-      pending = wl__fill(m, pending, REQ_OF(lr, qlink), names, i, &chars);
-    for (lr = WL__LINK(m, hl)->next; lr != hl; lr = WL__LINK(m, lr)->next)
-      held = wl__fill(m, held, REQ_OF(lr, qlink), names, i, &chars);
-    names += name->len;
-    i++;
-  }
+  snap->nnames = nnames;
   wl__unlock(m);
   return 0;
 }

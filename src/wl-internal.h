@@ -73,7 +73,8 @@ typedef struct {
   wl__link_t stolen; /* its stolen requests, until it releases them */
   wl__link_t mail;   /* its requests with undelivered events */
   wl__link_t olink;  /* in its owner's agents (a shared manager's) */
-  uint64_t handle;   /* its wl_agent_t, in the process that owns it */
+  /* Its wl_agent_t's index in its process's table (wl_manager_t.agents). */
+  uint64_t local;
   wl_off_t owner;    /* its owner's record; 0 in the process-wide manager */
   uint32_t closing;  /* wl_agent_close() runs: no mail, no notify */
   uint32_t client_id_len;
@@ -92,7 +93,8 @@ typedef struct {
   wl__link_t mlink; /* in its agent's mail when it has events */
   wl_off_t agent;
   wl_off_t name;
-  uint64_t handle; /* its wl_request_t, in the process that owns it */
+  /* Its wl_request_t's index in its agent's table (wl_agent_t.requests). */
+  uint64_t local;
   /* Its stamp when made, negated for a steal: its place in its name's queue
    * (a steal goes first), and as |qkey| in its agent's (request order). */
   int64_t qkey;
@@ -144,13 +146,17 @@ typedef struct {
   /* Owner records no process uses, kept for owners only: a watcher that
    * still acts on one it watched writes only into an owner's life word. */
   wl__link_t vacant;
+  /* Set once any process finds the region damaged: every process then
+   * refuses it (WL_ECORRUPT), never working on lists another found bad. */
+  uint32_t broken;
 } wl__hdr_t;
 
 /* An open write end of another process's agent's FIFO (wl-wake.c). */
 #define WL__WAKERS 32
 typedef struct {
   wl_off_t agent;
-  int fd1; /* its descriptor + 1; 0 when none */
+  uint32_t gen; /* its record's: another agent at the offset has another */
+  int fd1;      /* its descriptor + 1; 0 when none */
 } wl__waker_t;
 
 struct wl_manager_s {
@@ -163,6 +169,7 @@ struct wl_manager_s {
   /* An offset pointed outside it. Set under the mutex; read without it
    * (wl__is_damaged) while other threads may set it, a sweeper's included. */
   _Bool damaged;
+  _Bool announced; /* the damage was told to the agents (wl__announce) */
   /* Mapped by other processes too: its offsets are checked. The process's
    * own region is written by this code alone and is not. */
   _Bool shared;
@@ -171,13 +178,23 @@ struct wl_manager_s {
    * its agents, notified directly, from other processes', woken through
    * their FIFOs (wl-wake.c). */
   wl_off_t self;
+  /* This process's agents of the manager, by the index their records carry.
+   * Guarded by the manager's mutex and, for a shared manager, also by
+   * agents_mutex: a damaged manager's mutex is not taken any more, and its
+   * agents still leave and are still told (wl__announce). */
+  wl__table_t agents;
+  pthread_mutex_t agents_mutex;
   int probe_fd; /* a second open file, to test other owners' locks */
   struct wl__watch_s *watcher; /* its watcher and sweeper threads */
-  unsigned mode; /* its permission bits, for the agents' FIFOs */
+  unsigned mode; /* its file's permission bits, for the agents' FIFOs */
   char path[WL__PATH_MAX];
   /* A shared manager's mapping of its file (wl-segment.c). */
   void *map;
   uint64_t map_size;
+  /* The region's bytes that this process has had the file system reserve
+   * (wl__reserve): a store to a page of a sparse file that cannot be had
+   * raises SIGBUS. */
+  uint64_t reserved;
   int fd;
   wl__waker_t wakers[WL__WAKERS]; /* used under the mutex */
 };
@@ -331,6 +348,11 @@ static inline int wl__class_of(uint64_t bytes) {
   return shift - WL__MIN_SHIFT;
 }
 
+/* Has the file system reserve a shared manager's region up to `upto`
+ * bytes, before anything is stored there (wl-segment.c): 0, or WL_ENOMEM
+ * when it has no room left. */
+int wl__reserve(wl_manager_t *m, uint64_t upto);
+
 /* Returns the offset of `bytes` of zeroed record space of the given kind,
  * or 0 when the region is full. Crash-safe order: a block is carved (its
  * header written, then `used` moved past it) or taken off its free list
@@ -355,15 +377,18 @@ static inline wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind,
     if (WL__SHARED(m) && (b->cls != (uint32_t)c || m->damaged))
       return 0; /* a damaged free list: reported, and nothing handed out */
   } else {
-    uint64_t block = (uint64_t)1 << (c + WL__MIN_SHIFT);
-    if (h->used > m->limit || block > m->limit - h->used)
+    uint64_t block = (uint64_t)1 << (c + WL__MIN_SHIFT), used = h->used;
+    if (used > m->limit || block > m->limit - used)
       return 0;
-    rec = h->used + sizeof(wl__block_t);
+    if (WL__SHARED(m) && used + block > m->reserved &&
+        wl__reserve(m, used + block) != 0)
+      return 0;
+    rec = used + sizeof(wl__block_t);
     b = wl__block(m, rec);
     b->cls = (uint16_t)c;
     b->kind = WL__FREE;
     b->gen = 0;
-    WL__PUBLISH(h->used, h->used + block);
+    WL__PUBLISH(h->used, used + block);
   }
   WL__FAULT("alloc");
   memset(wl__rec(m, rec, zero), 0, zero);
@@ -390,10 +415,20 @@ static inline void wl__free(wl_manager_t *m, wl_off_t rec) {
     wl__return_pages(m, rec, block);
 }
 
+/* Tells everyone that a shared manager is damaged, once, under its mutex:
+ * marks its region broken for every process and wakes every agent it can
+ * find in other processes, then wl__tell_agents (wl-live.c). */
+WL__COLD void wl__announce(wl_manager_t *m);
+/* Notifies every agent of this process, with or without the mutex: the
+ * damage reaches them through wl_agent_status(). */
+WL__COLD void wl__tell_agents(wl_manager_t *m);
+
 /* Takes and gives back the manager's mutex. Taking it repairs a shared
- * manager whose previous holder died (wl-recover.c); returns 0 or an error
- * code, and then the mutex is not held. */
+ * manager whose previous holder died (wl-recover.c), and refuses one that
+ * any process has found damaged; returns 0 or an error code, and then the
+ * mutex is not held. */
 WL__COLD int wl__lock_slow(wl_manager_t *m, int rc);
+WL__COLD int wl__lock_broken(wl_manager_t *m);
 static inline int wl__lock(wl_manager_t *m) {
   int rc;
 
@@ -401,18 +436,31 @@ static inline int wl__lock(wl_manager_t *m) {
     return WL_ECORRUPT;
   rc = pthread_mutex_lock(m->mutex);
 #if WL_SHARED_MANAGER
-  return WL__UNLIKELY(rc != 0) ? wl__lock_slow(m, rc) : 0;
+  if (WL__UNLIKELY(rc != 0))
+    return wl__lock_slow(m, rc);
+  if (WL__SHARED(m) &&
+      WL__UNLIKELY(__atomic_load_n(&WL__HDR(m)->broken, __ATOMIC_RELAXED)))
+    return wl__lock_broken(m);
+  return 0;
 #else
   return WL__UNLIKELY(rc != 0) ? WL_ECORRUPT : 0;
 #endif
 }
 
-static inline void wl__unlock(wl_manager_t *m) { pthread_mutex_unlock(m->mutex); }
+static inline void wl__unlock(wl_manager_t *m) {
+#if WL_SHARED_MANAGER
+  if (WL__SHARED(m) && WL__UNLIKELY(wl__is_damaged(m) && !m->announced))
+    wl__announce(m);
+#endif
+  pthread_mutex_unlock(m->mutex);
+}
 int wl__recover(wl_manager_t *m);
-/* An agent's FIFO (wl-wake.c): made and opened for reading (the fd, or an
- * error code), closed and removed, and written to wake its thread. */
-int wl__wake_open(wl_manager_t *m, wl_off_t agent);
-void wl__wake_close(wl_manager_t *m, wl_off_t agent, int fd);
+/* An agent's FIFO (wl-wake.c), named by its record's offset and
+ * generation, which no other agent has: made and opened for reading (the
+ * fd, or an error code), closed and removed, and written to wake its
+ * thread. */
+int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint32_t gen);
+void wl__wake_close(wl_manager_t *m, wl_off_t agent, uint32_t gen, int fd);
 void wl__wake(wl_manager_t *m, wl_off_t agent);
 /* Closes the write ends that wl__wake keeps open. */
 void wl__wakers_close(wl_manager_t *m);
@@ -477,15 +525,19 @@ static inline uint64_t wl__hash(wl_manager_t *m, const uint16_t *units,
   return wl__fmix(h);
 }
 
-/* A name's units, checked against the region; NULL if they are outside it. */
-static inline const uint16_t *wl__units(wl_manager_t *m, wl_off_t n) {
-  uint64_t len = WL__REC(m, n, wl__name_t)->len;
+/* A name's units, checked against the region; NULL if they are outside it.
+ * Their count is read once, into *len: the region may change meanwhile, and
+ * the count checked is the count the caller uses. */
+static inline const uint16_t *wl__units(wl_manager_t *m, wl_off_t n,
+                                        size_t *len) {
+  uint64_t units = WL__REC(m, n, wl__name_t)->len;
 
-  if (WL__SHARED(m) && len > m->limit / sizeof(uint16_t)) {
+  *len = (size_t)units;
+  if (WL__SHARED(m) && units > m->limit / sizeof(uint16_t)) {
     wl__damaged(m);
     return NULL;
   }
-  return wl__span(m, n + offsetof(wl__name_t, units), len * sizeof(uint16_t));
+  return wl__span(m, n + offsetof(wl__name_t, units), units * sizeof(uint16_t));
 }
 
 /* The algorithms (wl-core.c, with the table of names, wl-names.c) as

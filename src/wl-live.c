@@ -48,8 +48,9 @@ static void wl__end_owner(wl_manager_t *m, wl_off_t o) {
 
   while (wl__more(m, agents, &steps)) {
     wl_off_t a = wl__record_of(WL__LINK(m, agents)->next, wl__agent_t, olink);
+    uint32_t gen = wl__block(m, a)->gen;
     wl__shared_ops.close_agent(m, a);
-    wl__wake_close(m, a, -1);
+    wl__wake_close(m, a, gen, -1);
   }
   wl__list_remove(m, AT(o, wl__owner_t, link));
 }
@@ -168,4 +169,47 @@ int wl_sweep(wl_manager_t *m) {
   wl__sweep(m);
   wl__unlock(m);
   return 0;
+}
+
+void wl__tell_agents(wl_manager_t *m) {
+  uint32_t i;
+
+  pthread_mutex_lock(&m->agents_mutex);
+  for (i = 0; i < m->agents.cap; i++) {
+    wl_agent_t *agent = wl__table_get(&m->agents, i);
+    if (agent != NULL)
+      agent->notify(agent);
+  }
+  pthread_mutex_unlock(&m->agents_mutex);
+}
+
+/* Other processes' agents are found by walking the owners and their agents
+ * in a region found damaged: every offset is checked, the walk is bounded,
+ * and a wake-up of a record that is no agent opens no FIFO. */
+void wl__announce(wl_manager_t *m) {
+  wl__hdr_t *h = WL__HDR(m);
+  wl_off_t head = wl__off_of(m, &h->owners), at;
+  uint64_t steps = WL__STEPS(m);
+
+  m->announced = 1;
+  __atomic_store_n(&h->broken, 1, __ATOMIC_RELAXED);
+  for (at = WL__LINK(m, head)->next; at != head && at != 0 && steps > 0;
+       at = WL__LINK(m, at)->next, steps--) {
+    wl_off_t o = wl__record_of(at, wl__owner_t, link);
+    wl_off_t agents = AT(o, wl__owner_t, agents), la;
+    if (o == m->self)
+      continue;
+    for (la = WL__LINK(m, agents)->next; la != agents && la != 0 && steps > 0;
+         la = WL__LINK(m, la)->next, steps--)
+      wl__wake(m, wl__record_of(la, wl__agent_t, olink));
+  }
+  wl__tell_agents(m);
+}
+
+WL__COLD int wl__lock_broken(wl_manager_t *m) {
+  wl__damaged(m);
+  m->announced = 1; /* by the process that found it */
+  wl__unlock(m);
+  wl__tell_agents(m);
+  return WL_ECORRUPT;
 }

@@ -66,12 +66,14 @@ static wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash,
        n = WL__NAME(m, n)->hnext) {
     wl__name_t *name = WL__NAME(m, n);
     const uint16_t *have;
+    size_t have_len;
     if (name->hash != hash || name->len != len)
       continue;
     if (len == 0)
       return n;
-    have = wl__units(m, n);
-    if (have != NULL && memcmp(have, units, len * sizeof(uint16_t)) == 0)
+    have = wl__units(m, n, &have_len);
+    if (have != NULL && have_len == len &&
+        memcmp(have, units, len * sizeof(uint16_t)) == 0)
       return n;
   }
   return 0;

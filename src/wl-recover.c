@@ -316,12 +316,13 @@ int wl__recover(wl_manager_t *m) {
   wl__list_init(m, wl__off_of(m, &h->idle));
   for (i = 0; i < nnames; i++) {
     wl__name_t *name = NAME(m, names[i]);
-    const uint16_t *units = wl__units(m, names[i]);
+    size_t len;
+    const uint16_t *units = wl__units(m, names[i], &len);
     if (units == NULL) {
       rc = WL_ECORRUPT;
       goto done;
     }
-    name->hash = wl__hash(m, units, (size_t)name->len);
+    name->hash = wl__hash(m, units, len);
     if (wl__shared_ops.names_link(m, names[i]) != 0) {
       rc = WL_ENOMEM;
       goto done;
@@ -365,15 +366,24 @@ done:
   return rc;
 }
 
-/* The mutex's last holder died inside an algorithm: repair, then go on. */
+/* The mutex's last holder died inside an algorithm: repair, then go on. A
+ * repair that fails part-way (out of memory, a damaged region) has left the
+ * lists half rebuilt: as LMDB does, the mutex is then given back without
+ * being marked consistent, which makes it unusable to every process for
+ * good (ENOTRECOVERABLE), and the region is marked broken. Another process
+ * that finds the mutex so (any error but EOWNERDEAD) reports the damage. */
 WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
-  if (rc != EOWNERDEAD)
+  if (rc != EOWNERDEAD) {
+    wl__damaged(m);
+    wl__tell_agents(m);
     return WL_ECORRUPT;
-  rc = wl__recover(m);
-  pthread_mutex_consistent(m->mutex);
-  if (rc == 0)
-    wl__sweep(m);
-  else
+  }
+  if (wl__recover(m) != 0) {
+    wl__damaged(m);
     wl__unlock(m);
-  return rc;
+    return WL_ECORRUPT;
+  }
+  pthread_mutex_consistent(m->mutex);
+  wl__sweep(m);
+  return 0;
 }

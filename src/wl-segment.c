@@ -5,10 +5,18 @@
  * Creating: the first process creates the file exclusively and, holding an
  * exclusive flock, sizes and initialises it, then marks it ready. Others take
  * a shared flock, which waits for that, and check everything they read
- * before trusting it; a file whose creator died before it was ready is
- * initialised again. A file is never trusted for its name alone: it must be
- * a regular file, of this layout, of the size it says, and either ours or
- * opened to us on purpose by its owner's permission bits.
+ * before trusting it. Each keeps its flock until it has joined (holds its
+ * proof of life, wl-live.c). A file not marked ready is initialised again
+ * only under an exclusive flock and only if no process has joined it: its
+ * creator died before it was ready. One that processes use is damaged, not
+ * unfinished; and tokens never go back (the grant counter is kept). A file
+ * is never trusted for its name alone: it must be a regular file, of this
+ * layout, of the size it says, and either ours or another user's that both
+ * that user's permission bits and ours (the mode asked for) open to others.
+ *
+ * The file is sparse: every page is reserved (fallocate) before it is
+ * first stored to, so that a full file system (a container's small
+ * /dev/shm) is a full manager, never a SIGBUS (wl__reserve).
  *
  * Each open handle is an owner (wl-live.c) with two threads of its own that
  * notice other owners' deaths (wl-watch.c): joining starts them, closing
@@ -31,6 +39,8 @@
 
 #define WL__MAGIC "web-lock"
 #define WL__PAGE 4096
+/* How much of the region is reserved at a time. */
+#define WL__RESERVE_STEP ((uint64_t)64 << 10)
 #define WL__READY 0x52454459u /* "READY" */
 
 /* What a process must agree on to share a file: the layout of the records
@@ -69,7 +79,9 @@ static int wl__fail(char *err, size_t errlen, int rc, const char *fmt, ...) {
   return rc;
 }
 
-static int wl__init_file(wl__seg_t *seg, uint64_t size) {
+/* Initialises the file's first page and its region; the region's grant
+ * counter starts at `grants`. */
+static int wl__init_file(wl__seg_t *seg, uint64_t size, uint64_t grants) {
   pthread_mutexattr_t attr;
   struct timespec ts;
   wl_manager_t tmp;
@@ -96,6 +108,7 @@ static int wl__init_file(wl__seg_t *seg, uint64_t size) {
                                 ((uint64_t)getpid() << 32)));
   if (rc != 0)
     return rc;
+  WL__HDR(&tmp)->grants = grants;
   /* Everything above reaches the file before any process sees it ready. */
   __atomic_store_n(&seg->ready, WL__READY, __ATOMIC_RELEASE);
   return 0;
@@ -157,9 +170,11 @@ static int wl__unfinished(const wl__seg_t *seg) {
          memcmp(seg->magic, WL__MAGIC, sizeof(seg->magic)) == 0;
 }
 
-/* Owned by us, or opened to us on purpose by its owner's permission bits. */
-static int wl__check_owner(const char *path, const struct stat *st, char *err,
-                           size_t errlen) {
+/* Owned by us, or another user's file that both that user (its permission
+ * bits) and we (the mode asked for: a private scope trusts no other user,
+ * who could write anything in it) open to others on purpose. */
+static int wl__check_owner(const char *path, const struct stat *st,
+                           unsigned mode, char *err, size_t errlen) {
   if (!S_ISREG(st->st_mode))
     return wl__fail(err, errlen, WL_ECORRUPT, "%s is not a regular file",
                     path);
@@ -168,7 +183,55 @@ static int wl__check_owner(const char *path, const struct stat *st, char *err,
                     "%s belongs to another user (uid %u) who has not granted "
                     "access to it",
                     path, (unsigned)st->st_uid);
+  if (st->st_uid != geteuid() && (mode & 0066) == 0)
+    return wl__fail(err, errlen, WL_EACCES,
+                    "%s belongs to another user (uid %u), and this scope was "
+                    "opened as private (mode %#o): open it with a mode that "
+                    "shares it to trust another user's file",
+                    path, (unsigned)st->st_uid, mode);
   return 0;
+}
+
+/* Reserves the file's pages up to `end` bytes of the region, and the first
+ * page with the first reservation. A file system that cannot reserve
+ * (EOPNOTSUPP) is used as before. */
+static int wl__fallocate(wl_manager_t *m, uint64_t end) {
+  uint64_t from = m->reserved == 0 ? 0 : WL__PAGE + m->reserved;
+
+  while (fallocate(m->fd, 0, (off_t)from, (off_t)(WL__PAGE + end - from)) !=
+         0) {
+    if (errno == EOPNOTSUPP)
+      break;
+    if (errno != EINTR)
+      return -errno;
+  }
+  m->reserved = end;
+  return 0;
+}
+
+/* Under the mutex, from wl__alloc: by steps, so that few allocations make
+ * a system call. */
+int wl__reserve(wl_manager_t *m, uint64_t upto) {
+  uint64_t end = (upto + WL__RESERVE_STEP - 1) & ~(WL__RESERVE_STEP - 1);
+
+  if (end > m->limit)
+    end = m->limit;
+  if (end <= m->reserved)
+    return 0;
+  return upto <= end && wl__fallocate(m, end) == 0 ? 0 : WL_ENOMEM;
+}
+
+/* Whether a process holds a proof of life in the file (wl-live.c): it has
+ * joined the manager and may not have left. When in doubt, it has. */
+static int wl__in_use(int fd, uint64_t limit) {
+  struct flock fl;
+
+  memset(&fl, 0, sizeof(fl));
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)WL__LIVE_BASE;
+  fl.l_len = (off_t)limit;
+  return fcntl(fd, F_OFD_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
 }
 
 static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
@@ -185,10 +248,12 @@ static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
   m->damaged = 0;
   m->shared = 1;
   m->mutex = &((wl__seg_t *)map)->mutex;
+  m->reserved = 0;
   return 0;
 }
 
-/* Creates the file at path exclusively; 0, or -EEXIST if it exists. */
+/* Creates the file at path exclusively; 0, or -EEXIST if it exists. It
+ * keeps its exclusive flock. */
 static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
                       unsigned mode, char *err, size_t errlen) {
   int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
@@ -198,6 +263,7 @@ static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
     return errno == EEXIST ? -EEXIST
                            : wl__fail(err, errlen, -errno, "cannot create %s: %s",
                                       path, strerror(errno));
+  m->fd = fd;
   /* Exactly the bits asked for, whatever the umask. */
   if (fchmod(fd, mode) != 0 || flock(fd, LOCK_EX) != 0 ||
       ftruncate(fd, (off_t)size) != 0) {
@@ -205,7 +271,11 @@ static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
                   strerror(errno));
   } else if ((rc = wl__map(m, fd, size)) != 0) {
     wl__fail(err, errlen, rc, "cannot map %s: %s", path, strerror(-rc));
-  } else if ((rc = wl__init_file(m->map, size)) != 0) {
+  } else if ((rc = wl__reserve(m, sizeof(wl__hdr_t))) != 0) {
+    rc = wl__fail(err, errlen, -ENOSPC, "cannot create %s: %s", path,
+                  strerror(ENOSPC));
+    munmap(m->map, size);
+  } else if ((rc = wl__init_file(m->map, size, 0)) != 0) {
     wl__fail(err, errlen, rc, "cannot initialise %s", path);
     munmap(m->map, size);
   }
@@ -214,14 +284,44 @@ static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
     close(fd);
     return rc;
   }
-  flock(fd, LOCK_UN);
-  m->fd = fd;
+  m->mode = mode;
   return 0;
 }
 
-/* Opens an existing file; -ENOENT if it went away meanwhile. */
-static int wl__attach(wl_manager_t *m, const char *path, char *err,
-                      size_t errlen) {
+/* Initialises again a file whose creator died before it was ready, alone
+ * (under an exclusive flock): unless a process has joined it, which makes
+ * it damaged (a live manager is never wiped). Its grant counter is kept, so
+ * that tokens never go back. */
+static int wl__reinit(wl_manager_t *m, const char *path, uint64_t size,
+                      char *err, size_t errlen) {
+  wl__seg_t *seg = m->map;
+  uint64_t grants;
+
+  if (flock(m->fd, LOCK_EX) != 0)
+    return wl__fail(err, errlen, -errno, "cannot open %s: %s", path,
+                    strerror(errno));
+  if (!wl__unfinished(seg))
+    return 0;
+  if (size < 2 * WL__PAGE)
+    return 0; /* too short: wl__check_header says so */
+  if (wl__in_use(m->fd, size - WL__PAGE))
+    return wl__fail(err, errlen, WL_ECORRUPT,
+                    "%s is damaged: it is not marked ready, and processes use "
+                    "it",
+                    path);
+  if (wl__reserve(m, sizeof(wl__hdr_t)) != 0)
+    return wl__fail(err, errlen, -ENOSPC, "cannot initialise %s: %s", path,
+                    strerror(ENOSPC));
+  grants = ((wl__hdr_t *)((char *)seg + WL__PAGE))->grants;
+  if (wl__init_file(seg, size, grants) != 0)
+    return wl__fail(err, errlen, WL_ECORRUPT, "cannot initialise %s", path);
+  return 0;
+}
+
+/* Opens an existing file; -ENOENT if it went away meanwhile. It keeps its
+ * flock. */
+static int wl__attach(wl_manager_t *m, const char *path, unsigned mode,
+                      char *err, size_t errlen) {
   int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   struct stat st;
   wl__seg_t *seg;
@@ -231,13 +331,14 @@ static int wl__attach(wl_manager_t *m, const char *path, char *err,
     return errno == ENOENT ? -ENOENT
                            : wl__fail(err, errlen, -errno, "cannot open %s: %s",
                                       path, strerror(errno));
+  m->fd = fd;
   /* Waits while its creator initialises it. */
   if (flock(fd, LOCK_SH) != 0 || fstat(fd, &st) != 0) {
     rc = wl__fail(err, errlen, -errno, "cannot open %s: %s", path,
                   strerror(errno));
     goto fail;
   }
-  if ((rc = wl__check_owner(path, &st, err, errlen)) != 0)
+  if ((rc = wl__check_owner(path, &st, mode, err, errlen)) != 0)
     goto fail;
   if ((uint64_t)st.st_size < WL__PAGE) {
     rc = wl__fail(err, errlen, WL_ECORRUPT,
@@ -251,25 +352,21 @@ static int wl__attach(wl_manager_t *m, const char *path, char *err,
     goto fail;
   }
   seg = m->map;
-  if (wl__unfinished(seg)) {
-    /* Its creator died before it was ready: initialise it again, alone. */
-    if (flock(fd, LOCK_EX) != 0) {
-      rc = wl__fail(err, errlen, -errno, "cannot open %s: %s", path,
-                    strerror(errno));
-    } else if (wl__unfinished(seg) && st.st_size >= 2 * WL__PAGE &&
-               (rc = wl__init_file(seg, (uint64_t)st.st_size)) != 0) {
-      wl__fail(err, errlen, rc, "cannot initialise %s", path);
-    }
-    if (rc != 0)
-      goto unmap;
-  }
+  if (wl__unfinished(seg) &&
+      (rc = wl__reinit(m, path, (uint64_t)st.st_size, err, errlen)) != 0)
+    goto unmap;
   if ((rc = wl__check_header(path, seg, (uint64_t)st.st_size, err, errlen)) !=
           0 ||
       (rc = wl__check_region(path, WL__HDR(m), seg->size - WL__PAGE, err,
                              errlen)) != 0)
     goto unmap;
-  flock(fd, LOCK_UN);
-  m->fd = fd;
+  /* What other processes have used so far, before this one stores there. */
+  if (wl__reserve(m, WL__HDR(m)->used) != 0) {
+    rc = wl__fail(err, errlen, -ENOSPC, "cannot open %s: %s", path,
+                  strerror(ENOSPC));
+    goto unmap;
+  }
+  m->mode = st.st_mode & 0777;
   return 0;
 unmap:
   munmap(m->map, m->map_size);
@@ -322,30 +419,37 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
   m = calloc(1, sizeof(*m));
   if (m == NULL)
     return wl__fail(err, errlen, WL_ENOMEM, "out of memory");
+  if (pthread_mutex_init(&m->agents_mutex, NULL) != 0) {
+    free(m);
+    return wl__fail(err, errlen, WL_ENOMEM, "out of memory");
+  }
   strcpy(m->path, path);
-  m->mode = mode;
   /* Created by us, or by another process between our two attempts. */
-  for (tries = 0; tries < 8; tries++) {
+  for (tries = 0;; tries++) {
+    if (tries == 8) {
+      rc = wl__fail(err, errlen, -EAGAIN,
+                    "%s keeps appearing and disappearing", path);
+      break;
+    }
     rc = wl__create(m, path, size, mode, err, errlen);
     if (rc != -EEXIST)
       break;
-    rc = wl__attach(m, path, err, errlen);
+    rc = wl__attach(m, path, mode, err, errlen);
     if (rc != -ENOENT)
       break;
   }
-  if (rc == -EEXIST || rc == -ENOENT)
-    rc = wl__fail(err, errlen, rc, "%s keeps appearing and disappearing",
-                  path);
-  if (rc != 0) {
-    free(m);
-    return rc;
-  }
-  if ((rc = wl__join(m, path, err, errlen)) != 0) {
+  /* The flock is held until the process has joined: until then, no other
+   * may take the file for unfinished (wl__reinit). */
+  if (rc == 0 && (rc = wl__join(m, path, err, errlen)) != 0) {
     munmap(m->map, m->map_size);
     close(m->fd);
+  }
+  if (rc != 0) {
+    pthread_mutex_destroy(&m->agents_mutex);
     free(m);
     return rc;
   }
+  flock(m->fd, LOCK_UN);
   *out = m;
   return 0;
 }
@@ -375,5 +479,7 @@ void wl_segment_close(wl_manager_t *m) {
   munmap(m->map, m->map_size);
   close(m->probe_fd);
   close(m->fd);
+  wl__table_free(&m->agents);
+  pthread_mutex_destroy(&m->agents_mutex);
   free(m);
 }

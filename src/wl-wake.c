@@ -1,17 +1,20 @@
 /* Wake-ups across processes: every agent of a shared manager has a FIFO
- * beside the manager's file, named by its record's offset. Its thread
- * watches the read end (an event loop polls it, as libuv's uv_poll does);
- * whichever process makes the agent's mailbox non-empty writes one byte to
- * it. Measured on this project's machine: about 3 us one way, no thread of
- * its own, no CPU while idle. A byte written while one is already pending is
- * dropped (EAGAIN on a full FIFO is fine), and a FIFO nobody reads any more
- * (ENXIO: its process is gone) is ignored: the sweep ends its agent.
+ * beside the manager's file, named by its record's offset and generation
+ * (which no other agent has: a record's generation changes when it is
+ * freed), so that nothing done by that name can reach another agent's FIFO.
+ * Its thread watches the read end (an event loop polls it, as libuv's
+ * uv_poll does); whichever process makes the agent's mailbox non-empty
+ * writes one byte to it. Measured on this project's machine: about 3 us one
+ * way, no thread of its own, no CPU while idle. A byte written while one is
+ * already pending is dropped (EAGAIN on a full FIFO is fine), and a FIFO
+ * nobody reads any more (ENXIO: its process is gone) is ignored: the sweep
+ * ends its agent.
  *
  * The write ends of recently woken agents' FIFOs stay open, so that a
  * wake-up is one write instead of an open, a write and a close. One whose
  * FIFO lost its reader (the agent closed, or its process died) fails with
- * EPIPE and is opened again by name, which finds the FIFO of whichever agent
- * has that offset now. Writers never see SIGPIPE: Node ignores it. */
+ * EPIPE and is opened again by name. Writers never see SIGPIPE: Node
+ * ignores it. */
 #define _GNU_SOURCE
 
 #include <errno.h>
@@ -22,41 +25,47 @@
 
 #include "wl-internal.h"
 
-static int wl__fifo_path(const wl_manager_t *m, wl_off_t agent, char *buf,
-                         size_t len) {
-  int n = snprintf(buf, len, "%s.%llx", m->path, (unsigned long long)agent);
+static int wl__fifo_path(const wl_manager_t *m, wl_off_t agent, uint32_t gen,
+                         char *buf, size_t len) {
+  int n = snprintf(buf, len, "%s.%llx.%x", m->path, (unsigned long long)agent,
+                   (unsigned)gen);
   return n < 0 || (size_t)n >= len ? WL_EINVAL : 0;
 }
 
-int wl__wake_open(wl_manager_t *m, wl_off_t agent) {
+/* Under the mutex. The FIFO gets the manager file's permission bits
+ * exactly, whatever the umask: every process that may open the manager
+ * must be able to wake the agent. */
+int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint32_t gen) {
   char path[WL__PATH_MAX + 32];
-  int fd, tries;
+  int fd, rc, tries;
 
-  if (wl__fifo_path(m, agent, path, sizeof(path)) != 0)
+  if (wl__fifo_path(m, agent, gen, path, sizeof(path)) != 0)
     return WL_EINVAL;
   for (tries = 0; tries < 2; tries++) {
-    if (mkfifo(path, m->mode) == 0)
+    if (mkfifo(path, 0600) == 0)
       break;
-    /* Left by a process that died with an agent at this offset. */
+    /* Left by a process that died with an agent of this record. */
     if (errno != EEXIST || unlink(path) != 0)
       return -errno;
   }
   /* Read and write: never blocks, and never reports an end of file. */
   fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    int rc = -errno;
+  if (fd < 0 || fchmod(fd, m->mode) != 0) {
+    rc = -errno;
+    if (fd >= 0)
+      close(fd);
     unlink(path);
     return rc;
   }
   return fd;
 }
 
-void wl__wake_close(wl_manager_t *m, wl_off_t agent, int fd) {
+void wl__wake_close(wl_manager_t *m, wl_off_t agent, uint32_t gen, int fd) {
   char path[WL__PATH_MAX + 32];
 
   if (fd >= 0)
     close(fd);
-  if (wl__fifo_path(m, agent, path, sizeof(path)) == 0)
+  if (wl__fifo_path(m, agent, gen, path, sizeof(path)) == 0)
     unlink(path);
 }
 
@@ -70,22 +79,37 @@ static int wl__knock(int fd) {
   return 0;
 }
 
+/* Opens a FIFO by a name made from the region: only a FIFO is written to. */
+static int wl__open_fifo(const char *path) {
+  struct stat st;
+  int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 void wl__wake(wl_manager_t *m, wl_off_t agent) {
   wl__waker_t *w = &m->wakers[(agent >> 4) % WL__WAKERS];
+  uint32_t gen = wl__block(m, agent)->gen;
   char path[WL__PATH_MAX + 32];
   int fd;
 
-  if (w->fd1 != 0 && w->agent == agent && wl__knock(w->fd1 - 1) == 0)
+  if (w->fd1 != 0 && w->agent == agent && w->gen == gen &&
+      wl__knock(w->fd1 - 1) == 0)
     return;
-  if (wl__fifo_path(m, agent, path, sizeof(path)) != 0)
+  if (wl__fifo_path(m, agent, gen, path, sizeof(path)) != 0)
     return;
-  fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  fd = wl__open_fifo(path);
   if (fd < 0)
     return;
   wl__knock(fd);
   if (w->fd1 != 0)
     close(w->fd1 - 1);
   w->agent = agent;
+  w->gen = gen;
   w->fd1 = fd + 1;
 }
 

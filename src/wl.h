@@ -11,7 +11,10 @@
  * non-empty. The agent drains its mailbox on its own thread.
  *
  * Records: agents and requests live in the region; the caller's wl_agent_t
- * and wl_request_t are handles to them. A request's record exists from
+ * and wl_request_t are handles to them. A record names its handle by an
+ * index into a table of the process's own (its manager's agents, its
+ * agent's requests), never by a pointer: another process may have written
+ * anything in a shared region. A request's record exists from
  * wl_request() until it is released (wl_release), aborted (wl_abort returned
  * 1), delivered as WL_EV_UNAVAILABLE, or its agent closed; a handle used after
  * that finds nothing (release and abort return 0). The caller's handles must
@@ -28,6 +31,7 @@
 #include <sys/types.h>
 
 #include "wl-list.h"
+#include "wl-table.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,7 +61,7 @@ enum {
 
 /* The layout of a manager's region and records, as written in a shared
  * manager's file: processes share a file only if they agree on it. */
-#define WL_LAYOUT 3
+#define WL_LAYOUT 4
 
 /* Whether this build has managers shared by processes (wl_segment_open and
  * the wake descriptors): they need Linux, and the build leaves them out
@@ -82,8 +86,11 @@ struct wl_agent_s {
   /* private */
   wl_manager_t *m;
   wl_notify_cb notify;
-  wl_off_t off; /* its record */
-  int wake_fd;  /* its FIFO's read end, for a shared manager; else -1 */
+  wl_off_t off;   /* its record */
+  uint32_t gen;   /* the record's generation when made */
+  uint32_t local; /* its index in the manager's table of this process's agents */
+  int wake_fd;    /* its FIFO's read end, for a shared manager; else -1 */
+  wl__table_t requests; /* its requests' handles, by the index records carry */
 };
 
 struct wl_request_s {
@@ -92,6 +99,7 @@ struct wl_request_s {
   wl_agent_t *agent;
   wl_off_t off;   /* its record while it has one */
   uint32_t gen;   /* the record's generation when made */
+  uint32_t local; /* its index in its agent's table while it has a record */
   uint64_t token; /* its fencing token, once its grant is taken */
 };
 
@@ -166,6 +174,12 @@ void wl_agent_close(wl_agent_t *agent);
  * agent's own thread calls this. Once it has returned NULL, the next event
  * notifies again; a caller that stops before NULL must wake itself. */
 wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events);
+
+/* 0, or WL_ECORRUPT once the agent's manager has been found damaged (by any
+ * thread, or any process of a shared manager): then every operation fails,
+ * nothing more is delivered, and the caller ends whatever requests it still
+ * has. Every agent of the process is notified when that is found. */
+int wl_agent_status(const wl_agent_t *agent);
 
 /* Requests a lock on `name` (UTF-16 code units, copied when new) for `agent`.
  * The outcome arrives in the agent's mailbox: WL_EV_GRANTED, or for an

@@ -138,7 +138,7 @@ function openToOthers(p) {
         err.message.includes(file) && err.message.includes(`layout ${ours + 7}`) && err.message.includes(`layout ${ours}`));
     });
 
-    it('refuses a file of another user unless its mode opens it on purpose', async function () {
+    it("refuses a file of another user unless both its mode and the opener's open it on purpose", async function () {
       // As root, with a Node and a package that another user can run.
       if (process.getuid() !== 0 || !openToOthers(process.execPath) || !openToOthers(PKG)) this.skip();
       const shared = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-users-'));
@@ -152,8 +152,10 @@ function openToOthers(p) {
         })();`;
       childProcess.execFileSync(process.execPath, ['-e', script], { uid: 65534, gid: 65534, stdio: 'pipe' });
       assert.equal(fs.statSync(path.join(shared, 'web-locks.private')).uid, 65534);
-      await assert.rejects(openLockManager('private', { dir: shared }), (err) => err.code === 'EACCES' && err.message.includes('web-locks.private'));
-      const m = await open('open', { dir: shared });
+      await assert.rejects(openLockManager('private', { dir: shared, mode: 0o666 }), (err) => err.code === 'EACCES' && err.message.includes('web-locks.private'));
+      // A private scope (the default mode) trusts no other user's file.
+      await assert.rejects(openLockManager('open', { dir: shared }), (err) => err.code === 'EACCES' && err.message.includes('opened as private'));
+      const m = await open('open', { dir: shared, mode: 0o666 });
       assert.equal(await m.request('x', (lock) => lock.mode), 'exclusive');
     });
 

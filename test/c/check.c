@@ -126,7 +126,9 @@ static int check(wl_manager_t *m) {
     if ((q + held == 0) != wl__linked(m, AT(n, wl__name_t, ilink)))
       return report("a name is idle with entries, or has none and is not idle");
     idle += q + held == 0;
-    if (wl__ops(m)->names_find(m, name->hash, wl__units(m, n), (size_t)name->len) != n)
+    size_t len;
+    const uint16_t *units = wl__units(m, n, &len);
+    if (wl__ops(m)->names_find(m, name->hash, units, len) != n)
       return report("a name cannot be found in the table");
     listed += q + held;
     names++;

@@ -169,8 +169,8 @@ static void test_bad_files(void) {
   m = tsegment_open(path, SIZE);
   wl_segment_close(m);
   patch(8, &layout, sizeof(layout));
-  expect_open_fails(WL_ELAYOUT, "has web-locks layout 4; this version of "
-                                "web-locks uses layout 3");
+  expect_open_fails(WL_ELAYOUT, "has web-locks layout 5; this version of "
+                                "web-locks uses layout 4");
 
   /* The ABI word (offset 12): the same sizes under another C library. */
   unlink(path);
@@ -219,12 +219,14 @@ static void test_owner_and_permissions(void) {
   ASSERT_EQ(0640, st.st_mode & 0777);
   wl_segment_close(m);
   if (geteuid() == 0) {
-    /* Another user's file is refused unless its owner opened it to others. */
+    /* Another user's file is refused unless its owner opened it to others,
+     * and this process too (a private scope trusts no one else's file). */
     ASSERT_EQ(0, chown(path, 12345, 12345));
     ASSERT_EQ(0, chmod(path, 0600));
     expect_open_fails(WL_EACCES, "belongs to another user (uid 12345)");
     ASSERT_EQ(0, chmod(path, 0660));
-    m = tsegment_open(path, SIZE);
+    expect_open_fails(WL_EACCES, "opened as private (mode 0600)");
+    ASSERT_EQ(0, wl_segment_open(path, SIZE, 0660, &m, err, sizeof(err)));
     wl_segment_close(m);
   }
   unlink(path);

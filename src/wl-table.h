@@ -1,0 +1,35 @@
+/* A process-local table of handles, found by a small index: what a record
+ * in a manager's region names instead of a pointer, since anyone who can
+ * write a shared manager's file can write the region. Every index read from
+ * a region is checked against the table before its handle is used. */
+#ifndef WL_TABLE_H
+#define WL_TABLE_H
+
+#include <stdint.h>
+
+typedef struct {
+  /* A handle, or a free slot: (next free index + 1) << 1 | 1. Handles are
+   * pointers to structs, so their low bit is 0. */
+  uintptr_t *slots;
+  uint32_t cap;
+  uint32_t free; /* index + 1 of the first free slot; 0: none */
+} wl__table_t;
+
+/* Puts p in a free slot: 0 with its index in *index, or WL_ENOMEM. */
+int wl__table_put(wl__table_t *t, void *p, uint32_t *index);
+/* Frees the slot at index. */
+void wl__table_drop(wl__table_t *t, uint32_t index);
+/* Frees the table itself. */
+void wl__table_free(wl__table_t *t);
+
+/* The handle at index, or NULL for a free slot or an index out of range. */
+static inline void *wl__table_get(const wl__table_t *t, uint64_t index) {
+  uintptr_t v;
+
+  if (index >= t->cap)
+    return 0;
+  v = t->slots[index];
+  return v & 1 ? 0 : (void *)v;
+}
+
+#endif
