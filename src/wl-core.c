@@ -689,6 +689,7 @@ static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   room.steps = WL__STEPS(m);
   /* The same walk again, under the same mutex: the same records, unless
    * another process wrote the file meanwhile. */
+  WL__FAULT("snapshot");
   if (wl__fill_all(m, &room, &nnames) || room.nheld != 0 ||
       room.npending != 0) {
     wl__damaged(m);

@@ -210,15 +210,19 @@ static int wl__fallocate(wl_manager_t *m, uint64_t end) {
 }
 
 /* Under the mutex, from wl__alloc: by steps, so that few allocations make
- * a system call. */
+ * a system call; on a file system too full for a step, just what is asked. */
 int wl__reserve(wl_manager_t *m, uint64_t upto) {
   uint64_t end = (upto + WL__RESERVE_STEP - 1) & ~(WL__RESERVE_STEP - 1);
 
   if (end > m->limit)
     end = m->limit;
-  if (end <= m->reserved)
+  if (upto <= m->reserved)
     return 0;
-  return upto <= end && wl__fallocate(m, end) == 0 ? 0 : WL_ENOMEM;
+  if (upto > end)
+    return WL_ENOMEM;
+  return wl__fallocate(m, end) == 0 || wl__fallocate(m, upto) == 0
+             ? 0
+             : WL_ENOMEM;
 }
 
 /* Whether a process holds a proof of life in the file (wl-live.c): it has

@@ -1,0 +1,280 @@
+/* A shared manager's file written by someone else (a group member of a
+ * shared scope, or a local user who made the file first) or left by a
+ * failed repair: nothing in it is used as a pointer, nothing it says
+ * makes a copy longer than its buffer, and once any process finds it
+ * damaged, every handle and process refuses it, never half repaired. This
+ * runs under ASan: a stray access fails it. */
+#define _GNU_SOURCE
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define SIZE (1 << 20)
+/* The file's ready word: after its magic, layout, ABI, size and region
+ * offset (wl-segment.c). */
+#define READY_AT 32
+
+static char path[128];
+
+static wl__req_t *rec_of(wl_manager_t *m, const wl_request_t *r) {
+  return (wl__req_t *)(m->base + r->off);
+}
+
+static wl__agent_t *agent_rec_of(wl_manager_t *m, const wl_agent_t *a) {
+  return (wl__agent_t *)(m->base + a->off);
+}
+
+/* a holds x, b waits for it; `forge` writes into the file; then a lets go,
+ * which grants x to b. b must find the damage, not follow what it read. */
+static void expect_grant_refused(const char *what,
+                                 void (*forge)(wl_manager_t *, wl_agent_t *,
+                                               wl_request_t *)) {
+  wl_manager_t *m;
+  wl_agent_t a, b;
+  wl_request_t h, w, other;
+  unsigned events;
+
+  tshm_path(path, sizeof(path), "hostile");
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(0, wl_agent_init(m, &b, ID("b"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &h, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&b, &other, NAME("o"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl_request(&b, &w, NAME("x"), WL_EXCLUSIVE, 0));
+  while (wl_agent_next(&b, &events) != NULL)
+    ;
+  forge(m, &b, &w);
+  wl_release(&h);
+  ASSERT(wl_agent_next(&b, &events) == NULL);
+  ASSERT_EQ(WL_ECORRUPT, wl_agent_status(&b));
+  ASSERT_EQ(WL_ECORRUPT, wl_agent_status(&a));
+  ASSERT_EQ(WL_ECORRUPT, wl_request(&a, &h, NAME("y"), WL_EXCLUSIVE, 0));
+  printf("  %s: refused\n", what);
+  wl_agent_close(&a);
+  wl_agent_close(&b);
+  wl_segment_close(m);
+  unlink(path);
+}
+
+static void index_out_of_range(wl_manager_t *m, wl_agent_t *b, wl_request_t *w) {
+  (void)b;
+  rec_of(m, w)->local = 0x4141414141414141ULL;
+}
+
+/* A request index that names another request of the same agent. */
+static void index_of_another(wl_manager_t *m, wl_agent_t *b, wl_request_t *w) {
+  (void)b;
+  rec_of(m, w)->local = 0;
+}
+
+static void agent_index_out_of_range(wl_manager_t *m, wl_agent_t *b,
+                                     wl_request_t *w) {
+  (void)w;
+  agent_rec_of(m, b)->local = 0x4141414141414141ULL;
+}
+
+static void test_forged_indexes(void) {
+  expect_grant_refused("a request index out of range", index_out_of_range);
+  expect_grant_refused("a request index of another request", index_of_another);
+  expect_grant_refused("an agent index out of range", agent_index_out_of_range);
+}
+
+/* A held lock's record names another name, of 256 units: the snapshot's
+ * entries still have their own name's length, whatever the record says. */
+static void test_snapshot_forged_name(void) {
+  static uint16_t long_name[256];
+  wl_manager_t *m;
+  wl_agent_t a;
+  wl_request_t x, l;
+  wl_snapshot_t snap;
+  size_t i;
+
+  for (i = 0; i < 256; i++)
+    long_name[i] = 'L';
+  tshm_path(path, sizeof(path), "hostile");
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE,
+            wl_request(&a, &l, long_name, 256, WL_EXCLUSIVE, 0));
+  rec_of(m, &x)->name = rec_of(m, &l)->name;
+  if (wl_snapshot(m, &snap) == 0) {
+    ASSERT_EQ(2, snap.nheld);
+    for (i = 0; i < snap.nheld; i++)
+      ASSERT_EQ(snap.held[i].name[0] == 'x' ? 1 : 256, snap.held[i].name_len);
+    wl_snapshot_free(&snap);
+  }
+  wl_agent_close(&a);
+  wl_segment_close(m);
+  unlink(path);
+}
+
+/* The file changes between the snapshot's two walks: a queue made to loop
+ * (another process writing it without the mutex). */
+static wl_manager_t *looped;
+static wl_request_t *loop_at;
+
+static void loop_queue(const char *point) {
+  if (strcmp(point, "snapshot") == 0) {
+    wl__req_t *r = rec_of(looped, loop_at);
+    r->qlink.next = loop_at->off + offsetof(wl__req_t, qlink);
+  }
+}
+
+static void test_snapshot_changed_between_walks(void) {
+  void (*hook)(const char *) = wl__fault_hook;
+  wl_manager_t *m;
+  wl_agent_t a;
+  wl_request_t h, w;
+  wl_snapshot_t snap;
+
+  tshm_path(path, sizeof(path), "hostile");
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &h, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl_request(&a, &w, NAME("x"), WL_EXCLUSIVE, 0));
+  looped = m;
+  loop_at = &w;
+  wl__fault_hook = loop_queue;
+  ASSERT_EQ(WL_ECORRUPT, wl_snapshot(m, &snap));
+  wl__fault_hook = hook;
+  wl_agent_close(&a);
+  wl_segment_close(m);
+  unlink(path);
+}
+
+/* Damage found through one handle reaches every other: a handle of the
+ * same process (as another process would) refuses the manager at its next
+ * operation, and its agents are woken to learn it. */
+static void test_damage_reaches_every_handle(void) {
+  wl_manager_t *m1, *m2;
+  wl_agent_t a, b;
+  wl_request_t h, w, v;
+  struct pollfd p;
+  unsigned events;
+
+  tshm_path(path, sizeof(path), "hostile");
+  m1 = tsegment_open(path, SIZE);
+  m2 = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&b, &h, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl_request(&a, &w, NAME("x"), WL_EXCLUSIVE, 0));
+  while (wl_agent_next(&a, &events) != NULL)
+    ;
+  wl_agent_woken(&a);
+  WL__HDR(m2)->nbuckets = 3;
+  ASSERT_EQ(WL_ECORRUPT, wl_request(&b, &v, NAME("y"), WL_SHARED, 0));
+  /* a waits in "another process": its FIFO was written. */
+  p.fd = wl_agent_wake_fd(&a);
+  p.events = POLLIN;
+  ASSERT_EQ(1, poll(&p, 1, 5000));
+  ASSERT(wl_agent_next(&a, &events) == NULL);
+  ASSERT_EQ(WL_ECORRUPT, wl_agent_status(&a));
+  ASSERT_EQ(WL_ECORRUPT, wl_request(&a, &v, NAME("z"), WL_SHARED, 0));
+  wl_agent_close(&a);
+  wl_agent_close(&b);
+  wl_segment_close(m1);
+  wl_segment_close(m2);
+  unlink(path);
+}
+
+/* A child dies holding the mutex, and the region is damaged so that the
+ * repair fails part-way: then no handle, old or new, of any process, may
+ * use the manager. */
+static void die_holding_the_mutex(const char *file, int in, int out) {
+  wl_manager_t *m = tsegment_open(file, SIZE);
+  wl_agent_t c;
+  wl_request_t r;
+
+  (void)in;
+  (void)out;
+  ASSERT_EQ(0, wl_agent_init(m, &c, ID("c"), tignore_notify));
+  tkill_at("hold");
+  wl_request(&c, &r, NAME("x"), WL_EXCLUSIVE, 0);
+  _exit(1);
+}
+
+static void test_failed_repair_is_final(void) {
+  wl_manager_t *m1, *m2, *m3 = NULL;
+  wl_agent_t a, b;
+  wl_request_t r;
+  tchild_t child;
+  char err[512];
+
+  tshm_path(path, sizeof(path), "hostile");
+  tchild_run(&child, path, die_holding_the_mutex);
+  m1 = tsegment_open(path, SIZE);
+  m2 = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), tignore_notify));
+  /* A block whose size class is out of range: the repair's scan stops.
+   * (Made before the child dies: a sweeper may repair at once.) */
+  ((wl__block_t *)(m1->base + a.off - sizeof(wl__block_t)))->cls = 99;
+  ASSERT_EQ(1, write(child.to, "g", 1));
+  tchild_reaped(&child, 1);
+  ASSERT_EQ(WL_ECORRUPT, wl_request(&a, &r, NAME("y"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(WL_ECORRUPT, wl_request(&b, &r, NAME("z"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(WL_ECORRUPT, wl_segment_open(path, SIZE, 0600, &m3, err, sizeof(err)));
+  ASSERT(m3 == NULL);
+  wl_agent_close(&a);
+  wl_agent_close(&b);
+  wl_segment_close(m1);
+  wl_segment_close(m2);
+  unlink(path);
+}
+
+/* A file whose ready word was cleared while a process uses it is damaged,
+ * never initialised again; once no process uses it, it is, and its tokens
+ * go on from where they were. */
+static void clear_ready(void) {
+  uint32_t zero = 0;
+  int fd = open(path, O_WRONLY);
+  ASSERT(fd >= 0);
+  ASSERT_EQ(sizeof(zero), pwrite(fd, &zero, sizeof(zero), READY_AT));
+  close(fd);
+}
+
+static void test_ready_cleared(void) {
+  wl_manager_t *m1, *m2 = NULL;
+  wl_agent_t a;
+  wl_request_t x;
+  char err[512];
+  uint64_t token;
+  unsigned events;
+
+  tshm_path(path, sizeof(path), "hostile");
+  m1 = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT(wl_agent_next(&a, &events) == &x);
+  token = wl_request_token(&x);
+  ASSERT(token > 0);
+  clear_ready();
+  ASSERT_EQ(WL_ECORRUPT, wl_segment_open(path, SIZE, 0600, &m2, err, sizeof(err)));
+  ASSERT(strstr(err, "processes use it") != NULL);
+  wl_agent_close(&a);
+  wl_segment_close(m1);
+  clear_ready();
+  m2 = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m2, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT(wl_agent_next(&a, &events) == &x);
+  ASSERT(wl_request_token(&x) > token);
+  wl_agent_close(&a);
+  wl_segment_close(m2);
+  unlink(path);
+}
+
+int main(void) {
+  RUN(test_failed_repair_is_final);
+  RUN(test_forged_indexes);
+  RUN(test_snapshot_forged_name);
+  RUN(test_snapshot_changed_between_walks);
+  RUN(test_damage_reaches_every_handle);
+  RUN(test_ready_cleared);
+  return 0;
+}
