@@ -79,7 +79,12 @@ export interface OpenLockManagerOptions {
    * pages, at least 8192 (default 16 MiB). An existing file keeps its size.
    */
   size?: number
-  /** The file's permission bits when this call creates it (default 0o600). */
+  /**
+   * The file's permission bits when this call creates it (default 0o600),
+   * and whom this call trusts: with a private mode, a file that another user
+   * made is refused (EACCES); with a mode that shares the scope, it is
+   * accepted when its own mode grants access.
+   */
   mode?: number
 }
 
@@ -110,7 +115,10 @@ export interface PostgresLockManagerOptions {
  * host that opens `scope` (letters, digits, `.`, `_`, `-`; at most 100
  * characters). Opening a scope again in the same thread gives the same
  * manager until it is closed. Linux only: elsewhere it rejects with a
- * NotSupportedError.
+ * NotSupportedError. A file that is damaged, of another layout, a symbolic
+ * link or not to be trusted rejects with an Error whose `code` says so
+ * (ECORRUPT, ELAYOUT, ELOOP, EACCES, ...); one found damaged while in use
+ * rejects every unsettled request of the scope with its ECORRUPT error.
  */
 export declare function openLockManager (scope: string, options?: OpenLockManagerOptions): Promise<SharedLockManager>
 /**
