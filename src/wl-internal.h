@@ -164,8 +164,15 @@ struct wl_manager_s {
   char *base;             /* the region */
   /* Of types that no store into the region (uint64_t, uint32_t) can alias,
    * so that the compiler keeps them in registers across those stores. */
-  unsigned long long limit; /* its size, as checked when it was mapped */
-  unsigned long long steps; /* limit / 32 + 2: see WL__STEPS */
+  /* Its size, as checked when it was mapped. */
+  unsigned long long capacity;
+  /* How much of it may be touched: all of it for the process-wide manager;
+   * for a shared one, what this process has had reserved (wl__reserve),
+   * which covers every block, so that no access under the mutex, whatever
+   * offset the file holds, faults on a page a full file system could not
+   * give. Raised under the mutex. */
+  unsigned long long limit;
+  unsigned long long steps; /* capacity / 32 + 2: see WL__STEPS */
   /* An offset pointed outside it. Set under the mutex; read without it
    * (wl__is_damaged) while other threads may set it, a sweeper's included. */
   _Bool damaged;
@@ -191,10 +198,6 @@ struct wl_manager_s {
   /* A shared manager's mapping of its file (wl-segment.c). */
   void *map;
   uint64_t map_size;
-  /* The region's bytes that this process has had the file system reserve
-   * (wl__reserve): a store to a page of a sparse file that cannot be had
-   * raises SIGBUS. */
-  uint64_t reserved;
   int fd;
   wl__waker_t wakers[WL__WAKERS]; /* used under the mutex */
 };
@@ -252,7 +255,7 @@ static inline void *wl__span(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
 #define WL__LINK(m, off) WL__REC(m, off, wl__link_t)
 
 /* How many steps any walk may take: more than the region can hold records
- * (limit / 32 + 2, set with limit), so a longer walk is a damaged list. */
+ * (capacity / 32 + 2), so a longer walk is a damaged list. */
 #define WL__STEPS(m) ((m)->steps)
 
 static inline void wl__list_init(wl_manager_t *m, wl_off_t head) {
@@ -349,9 +352,13 @@ static inline int wl__class_of(uint64_t bytes) {
 }
 
 /* Has the file system reserve a shared manager's region up to `upto`
- * bytes, before anything is stored there (wl-segment.c): 0, or WL_ENOMEM
- * when it has no room left. */
+ * bytes, before anything is stored there, and raises the limit to it
+ * (wl-segment.c): 0, or WL_ENOMEM when it has no room left. */
 int wl__reserve(wl_manager_t *m, uint64_t upto);
+/* Under the mutex: raises the limit to what other processes have used
+ * since, whose pages they reserved; 0, or WL_ECORRUPT for a region that
+ * says it uses more than it has, or pages that no one reserved. */
+WL__COLD int wl__cover(wl_manager_t *m);
 
 /* Returns the offset of `bytes` of zeroed record space of the given kind,
  * or 0 when the region is full. Crash-safe order: a block is carved (its
@@ -378,9 +385,9 @@ static inline wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind,
       return 0; /* a damaged free list: reported, and nothing handed out */
   } else {
     uint64_t block = (uint64_t)1 << (c + WL__MIN_SHIFT), used = h->used;
-    if (used > m->limit || block > m->limit - used)
+    if (used > m->capacity || block > m->capacity - used)
       return 0;
-    if (WL__SHARED(m) && used + block > m->reserved &&
+    if (WL__SHARED(m) && used + block > m->limit &&
         wl__reserve(m, used + block) != 0)
       return 0;
     rec = used + sizeof(wl__block_t);
@@ -424,11 +431,12 @@ WL__COLD void wl__announce(wl_manager_t *m);
 WL__COLD void wl__tell_agents(wl_manager_t *m);
 
 /* Takes and gives back the manager's mutex. Taking it repairs a shared
- * manager whose previous holder died (wl-recover.c), and refuses one that
- * any process has found damaged; returns 0 or an error code, and then the
- * mutex is not held. */
+ * manager whose previous holder died (wl-recover.c), covers what other
+ * processes have used since (wl__cover), and refuses one that any process
+ * has found damaged; returns 0 or an error code, and then the mutex is not
+ * held. */
 WL__COLD int wl__lock_slow(wl_manager_t *m, int rc);
-WL__COLD int wl__lock_broken(wl_manager_t *m);
+WL__COLD int wl__lock_check(wl_manager_t *m);
 static inline int wl__lock(wl_manager_t *m) {
   int rc;
 
@@ -439,8 +447,9 @@ static inline int wl__lock(wl_manager_t *m) {
   if (WL__UNLIKELY(rc != 0))
     return wl__lock_slow(m, rc);
   if (WL__SHARED(m) &&
-      WL__UNLIKELY(__atomic_load_n(&WL__HDR(m)->broken, __ATOMIC_RELAXED)))
-    return wl__lock_broken(m);
+      WL__UNLIKELY(__atomic_load_n(&WL__HDR(m)->broken, __ATOMIC_RELAXED) ||
+                   WL__HDR(m)->used > m->limit))
+    return wl__lock_check(m);
   return 0;
 #else
   return WL__UNLIKELY(rc != 0) ? WL_ECORRUPT : 0;

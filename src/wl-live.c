@@ -206,7 +206,16 @@ void wl__announce(wl_manager_t *m) {
   wl__tell_agents(m);
 }
 
-WL__COLD int wl__lock_broken(wl_manager_t *m) {
+/* The region is marked broken, or other processes have used more of it
+ * than this one may touch yet. */
+WL__COLD int wl__lock_check(wl_manager_t *m) {
+  if (!__atomic_load_n(&WL__HDR(m)->broken, __ATOMIC_RELAXED)) {
+    if (wl__cover(m) == 0)
+      return 0;
+    wl__damaged(m);
+    wl__unlock(m);
+    return WL_ECORRUPT;
+  }
   wl__damaged(m);
   m->announced = 1; /* by the process that found it */
   wl__unlock(m);

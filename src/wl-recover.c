@@ -378,7 +378,7 @@ WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
     wl__tell_agents(m);
     return WL_ECORRUPT;
   }
-  if (wl__recover(m) != 0) {
+  if (wl__cover(m) != 0 || wl__recover(m) != 0) {
     wl__damaged(m);
     wl__unlock(m);
     return WL_ECORRUPT;

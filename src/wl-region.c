@@ -27,6 +27,7 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
   h->used = (sizeof(*h) + 15) & ~(uint64_t)15;
   h->seed = seed | 1;
   m->base = base;
+  m->capacity = size;
   m->limit = size;
   m->steps = size / 32 + 2;
   m->damaged = 0;

@@ -196,7 +196,7 @@ static int wl__check_owner(const char *path, const struct stat *st,
  * page with the first reservation. A file system that cannot reserve
  * (EOPNOTSUPP) is used as before. */
 static int wl__fallocate(wl_manager_t *m, uint64_t end) {
-  uint64_t from = m->reserved == 0 ? 0 : WL__PAGE + m->reserved;
+  uint64_t from = m->limit == 0 ? 0 : WL__PAGE + m->limit;
 
   while (fallocate(m->fd, 0, (off_t)from, (off_t)(WL__PAGE + end - from)) !=
          0) {
@@ -205,24 +205,35 @@ static int wl__fallocate(wl_manager_t *m, uint64_t end) {
     if (errno != EINTR)
       return -errno;
   }
-  m->reserved = end;
+  m->limit = end;
   return 0;
 }
 
-/* Under the mutex, from wl__alloc: by steps, so that few allocations make
- * a system call; on a file system too full for a step, just what is asked. */
-int wl__reserve(wl_manager_t *m, uint64_t upto) {
-  uint64_t end = (upto + WL__RESERVE_STEP - 1) & ~(WL__RESERVE_STEP - 1);
+static uint64_t wl__round_up(uint64_t n, uint64_t step) {
+  return (n + step - 1) & ~(step - 1);
+}
 
-  if (end > m->limit)
-    end = m->limit;
-  if (upto <= m->reserved)
+/* By steps, so that few allocations make a system call; on a file system
+ * too full for a step, the pages asked for. */
+int wl__reserve(wl_manager_t *m, uint64_t upto) {
+  uint64_t end = wl__round_up(upto, WL__RESERVE_STEP);
+  uint64_t least = wl__round_up(upto, WL__PAGE);
+
+  if (upto <= m->limit)
     return 0;
-  if (upto > end)
+  if (upto > m->capacity)
     return WL_ENOMEM;
-  return wl__fallocate(m, end) == 0 || wl__fallocate(m, upto) == 0
+  if (end > m->capacity)
+    end = m->capacity;
+  if (least > end)
+    least = end;
+  return wl__fallocate(m, end) == 0 || wl__fallocate(m, least) == 0
              ? 0
              : WL_ENOMEM;
+}
+
+WL__COLD int wl__cover(wl_manager_t *m) {
+  return wl__reserve(m, WL__HDR(m)->used) == 0 ? 0 : WL_ECORRUPT;
 }
 
 /* Whether a process holds a proof of life in the file (wl-live.c): it has
@@ -246,13 +257,14 @@ static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
   m->map = map;
   m->map_size = size;
   m->base = (char *)map + WL__PAGE;
-  /* The region's bound comes from the mapping, never from the file. */
-  m->limit = size - WL__PAGE;
-  m->steps = m->limit / 32 + 2;
+  /* The region's bound comes from the mapping, never from the file; what
+   * may be touched of it, from what is reserved (none yet). */
+  m->capacity = size - WL__PAGE;
+  m->limit = 0;
+  m->steps = m->capacity / 32 + 2;
   m->damaged = 0;
   m->shared = 1;
   m->mutex = &((wl__seg_t *)map)->mutex;
-  m->reserved = 0;
   return 0;
 }
 
@@ -308,7 +320,7 @@ static int wl__reinit(wl_manager_t *m, const char *path, uint64_t size,
     return 0;
   if (size < 2 * WL__PAGE)
     return 0; /* too short: wl__check_header says so */
-  if (wl__in_use(m->fd, size - WL__PAGE))
+  if (wl__in_use(m->fd, m->capacity))
     return wl__fail(err, errlen, WL_ECORRUPT,
                     "%s is damaged: it is not marked ready, and processes use "
                     "it",

@@ -131,10 +131,12 @@ void wl__ring(wl_manager_t *m, int all) {
 
 /* The life word of the owner at t, an offset read from the region without
  * the mutex: NULL for none or for one outside the region (whoever holds the
- * mutex reports the damage; the watcher just waits for its bell). */
+ * mutex reports the damage; the watcher just waits for its bell). Checked
+ * against the whole region, not this process's limit, which it may not
+ * have raised yet to cover a new owner (whose process reserved its page). */
 static uint32_t *wl__life_at(const wl__watch_t *w, wl_off_t t) {
   if (t % 8 != 0 || t < sizeof(wl__block_t) ||
-      t > w->m->limit - sizeof(wl__owner_t))
+      t > w->m->capacity - sizeof(wl__owner_t))
     return NULL;
   return &((wl__owner_t *)(w->m->base + t))->life;
 }

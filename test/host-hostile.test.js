@@ -154,6 +154,7 @@ function openToOthers(p) {
       (async () => {
         const m = await openLockManager('full', { dir: DIR, size: 16 * 1024 * 1024 });
         const releases = [];
+        const dones = [];
         let error;
         for (let i = 0; i < 100000 && error === undefined; i++) {
           let granted;
@@ -161,11 +162,13 @@ function openToOthers(p) {
           const done = m.request('n'.repeat(1000) + i, () => { granted(); return new Promise((r) => releases.push(r)); });
           done.catch(() => {});
           error = await Promise.race([g.then(() => undefined), done.then(() => new Error('released'), (e) => e)]);
+          if (error === undefined) dones.push(done);
         }
         console.log(error.name, releases.length > 10);
         const { held } = await m.query();
         console.log(held.length === releases.length);
         for (const release of releases) release();
+        await Promise.all(dones);
         console.log(await m.request('after', (lock) => lock.name));
         console.log(execFileSync(process.execPath, ['-e', ${JSON.stringify(`const PKG = ${JSON.stringify(PKG)}; const DIR = ${JSON.stringify(shm)};\n${second}`)}], { encoding: 'utf8' }).trim());
         await m.close();

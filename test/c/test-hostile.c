@@ -269,6 +269,43 @@ static void test_ready_cleared(void) {
   unlink(path);
 }
 
+/* One handle uses far more of the region than another has touched yet:
+ * the other covers it (its limit rises) at its next operation. */
+static void test_region_grown_by_another_handle(void) {
+  static uint16_t name[1000];
+  static wl_request_t held[200], queued[200];
+  wl_manager_t *m1, *m2;
+  wl_agent_t a, b;
+  wl_snapshot_t snap;
+  size_t i;
+
+  tshm_path(path, sizeof(path), "hostile");
+  m1 = tsegment_open(path, SIZE);
+  m2 = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), tignore_notify));
+  for (i = 0; i < 200; i++) {
+    name[0] = (uint16_t)i;
+    ASSERT_EQ(WL_GRANTED_AT_ONCE,
+              wl_request(&a, &held[i], name, 1000, WL_EXCLUSIVE, 0));
+  }
+  ASSERT(WL__HDR(m1)->used > m2->limit);
+  for (i = 0; i < 200; i++) {
+    name[0] = (uint16_t)i;
+    ASSERT_EQ(0, wl_request(&b, &queued[i], name, 1000, WL_EXCLUSIVE, 0));
+  }
+  ASSERT_EQ(0, wl_snapshot(m2, &snap));
+  ASSERT_EQ(200, snap.nheld);
+  ASSERT_EQ(200, snap.npending);
+  wl_snapshot_free(&snap);
+  ASSERT_EQ(0, wl__check(m2));
+  wl_agent_close(&a);
+  wl_agent_close(&b);
+  wl_segment_close(m1);
+  wl_segment_close(m2);
+  unlink(path);
+}
+
 int main(void) {
   RUN(test_failed_repair_is_final);
   RUN(test_forged_indexes);
@@ -276,5 +313,6 @@ int main(void) {
   RUN(test_snapshot_changed_between_walks);
   RUN(test_damage_reaches_every_handle);
   RUN(test_ready_cleared);
+  RUN(test_region_grown_by_another_handle);
   return 0;
 }
