@@ -56,6 +56,12 @@ function untilSaid(child, output, text) {
   });
 }
 
+// Skips the running test, saying why in its title (mocha lists it as pending).
+function pending(context, reason) {
+  context.test.title += ` (pending: ${reason})`;
+  context.skip();
+}
+
 // Whether another user can reach and read (or run) the file at p.
 function openToOthers(p) {
   const real = fs.realpathSync(p);
@@ -99,8 +105,8 @@ function openToOthers(p) {
   });
 
   it('a scope shared with a group: another user of the group wakes this process, and every file the scope makes has its mode exactly', async function () {
-    if (!root) this.skip(); // another user is made by root only
-    if (!openToOthers(process.execPath) || !openToOthers(PKG)) this.skip(); // that user could not run the package
+    if (!root) pending(this, 'only root can run a process as another user');
+    if (!openToOthers(process.execPath) || !openToOthers(PKG)) pending(this, 'another user could not run Node or the package from here');
     const umask = process.umask(0o022);
     try {
       const { openLockManager } = api();
@@ -136,9 +142,9 @@ function openToOthers(p) {
   });
 
   it('a full tmpfs: a request that needs room rejects with a QuotaExceededError, nothing is lost, and the scope still opens', async function () {
-    if (!root) this.skip(); // a tmpfs of its own needs root
+    if (!root) pending(this, 'a tmpfs of its own needs root');
     const probe = childProcess.spawnSync('unshare', ['--mount', 'true']);
-    if (probe.status !== 0) this.skip(); // no mount namespace here
+    if (probe.status !== 0) pending(this, 'no mount namespace can be made here (unshare --mount failed)');
     const shm = path.join(dir, 'shm');
     fs.mkdirSync(shm);
     const second = `
