@@ -804,7 +804,9 @@ static int wlb__join(wlb_thread_t *t, wlb_agent_t *a, const char *path,
   if (rc != 0) {
     wlb__segment_unref(a->seg);
     snprintf(err, errlen, "cannot join the manager in %s: %s", path,
-             rc == WL_ENOMEM ? "it is full" : uv_strerror(rc));
+             rc == WL_ENOMEM     ? "it is full"
+             : rc == WL_ECORRUPT ? "its state is damaged"
+                                 : uv_strerror(rc));
     return rc;
   }
   rc = uv_poll_init(t->loop, &a->poll, wl_agent_wake_fd(&a->agent));

@@ -363,21 +363,25 @@ static void wl__close_agent(wl_manager_t *m, wl_off_t a) {
 }
 
 /* Its FIFO is removed by its own name (its record's offset and generation,
- * as this process knows them), which no other agent can have: without the
- * mutex too, when the manager is damaged. */
+ * as this process knows them), which no other agent can have, before its
+ * record goes (a process killed in between leaves a record that a sweep
+ * ends, never a FIFO that nothing names); without the mutex when the
+ * manager is damaged. */
 static void wl__agent_close(wl_agent_t *agent) {
   wl_manager_t *m = agent->m;
 
   if (wl__lock(m) == 0) {
+    if (WL__SHARED(m))
+      wl__wake_close(m, agent->off, agent->gen, agent->wake_fd);
     if (wl__agent_live(m, agent))
       wl__close_agent(m, agent->off);
     wl__agents_drop(m, agent);
     wl__unlock(m);
   } else {
     wl__agents_drop(m, agent);
+    if (WL__SHARED(m))
+      wl__wake_close(m, agent->off, agent->gen, agent->wake_fd);
   }
-  if (WL__SHARED(m))
-    wl__wake_close(m, agent->off, agent->gen, agent->wake_fd);
   wl__table_free(&agent->requests);
 }
 
@@ -399,8 +403,16 @@ static wl_request_t *wl__agent_next(wl_agent_t *agent, unsigned *events) {
       wl__unlock(m);
       return NULL;
     }
-    wl__list_remove(m, AT(r, wl__req_t, mlink));
     *events = req->events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE | WL_EV_STOLEN);
+    /* A request is granted or unavailable, never both. */
+    if (WL__SHARED(m) &&
+        (*events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE)) ==
+            (WL_EV_GRANTED | WL_EV_UNAVAILABLE)) {
+      wl__damaged(m);
+      wl__unlock(m);
+      return NULL;
+    }
+    wl__list_remove(m, AT(r, wl__req_t, mlink));
     req->events = 0;
     /* Copied to the handle, so that reading it takes neither the mutex nor
      * a look at the record. */
@@ -552,8 +564,13 @@ static int wl__abort(wl_request_t *req) {
 }
 
 static size_t wl__client_id_len(wl_manager_t *m, const wl__agent_t *agent) {
-  if (agent->client_id_len <= WL_CLIENT_ID_MAX)
-    return agent->client_id_len;
+  uint32_t len = agent->client_id_len;
+
+  if (!WL__SHARED(m))
+    return len;
+  WL__HIDE(len);
+  if (len <= WL_CLIENT_ID_MAX)
+    return len;
   wl__damaged(m);
   return 0;
 }
@@ -671,6 +688,10 @@ static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
          lr = WL__LINK(m, lr)->next, nheld++)
       text += wl__client_id_len(m, AGENT(m, REQ(m, REQ_OF(lr, qlink))->agent));
   }
+  /* Every name's units are in the region: more of them is damage, not a
+   * reason to ask for more memory. */
+  if (WL__SHARED(m) && units > m->capacity / sizeof(uint16_t))
+    wl__damaged(m);
   snap->mem = m->damaged ? NULL
                          : malloc((nheld + npending) * sizeof(wl_info_t) +
                                   units * sizeof(uint16_t) + text + 1);

@@ -193,7 +193,11 @@ struct wl_manager_s {
   pthread_mutex_t agents_mutex;
   int probe_fd; /* a second open file, to test other owners' locks */
   struct wl__watch_s *watcher; /* its watcher and sweeper threads */
-  unsigned mode; /* its file's permission bits, for the agents' FIFOs */
+  /* Its file's permission bits and group, and its nonce (read once, when it
+   * was opened), for the agents' FIFOs. */
+  unsigned mode;
+  gid_t gid;
+  uint64_t nonce;
   char path[WL__PATH_MAX];
   /* A shared manager's mapping of its file (wl-segment.c). */
   void *map;
@@ -217,6 +221,16 @@ struct wl_manager_s {
 #define WL__UNLIKELY(x) (x)
 #endif
 
+/* Keeps a value read from a shared region as read: the compiler may not read
+ * the region again for it, where another process may have changed it since
+ * it was checked (as the Linux kernel's OPTIMIZER_HIDE_VAR). Every value
+ * that a check lets through is read once, into a variable, and hidden. */
+#if defined(__GNUC__)
+#define WL__HIDE(v) __asm__("" : "+r"(v))
+#else
+#define WL__HIDE(v) ((void)0)
+#endif
+
 WL__COLD void *wl__damaged(wl_manager_t *m);
 static inline int wl__is_damaged(wl_manager_t *m) {
   return __atomic_load_n(&m->damaged, __ATOMIC_RELAXED);
@@ -231,22 +245,31 @@ static inline int wl__is_damaged(wl_manager_t *m) {
 #define WL__SHARED(m) 1
 #endif
 
-/* One unsigned compare: off in [16, limit - bytes]; a region is always
- * larger than a record plus its block header. */
+/* One unsigned compare: off in [16, limit - bytes] (a region is always
+ * larger than a record plus its block header), and 8-aligned, as every
+ * record and link is (a misaligned atomic faults on some processors). */
 static inline void *wl__rec(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
-  if (WL__SHARED(m) && WL__UNLIKELY(off - sizeof(wl__block_t) >
-                                    m->limit - sizeof(wl__block_t) - bytes))
-    return wl__damaged(m);
+  if (WL__SHARED(m)) {
+    WL__HIDE(off);
+    if (WL__UNLIKELY((off - sizeof(wl__block_t) >
+                      m->limit - sizeof(wl__block_t) - bytes) |
+                     (off & 7)))
+      return wl__damaged(m);
+  }
   return m->base + off;
 }
 
 /* The same for a span longer than the scratch record (a bucket array, a
  * name's units): NULL when it is outside the region. */
 static inline void *wl__span(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
-  if (WL__SHARED(m) && (off < sizeof(wl__block_t) || bytes > m->limit ||
-                        off > m->limit - bytes)) {
-    wl__damaged(m);
-    return NULL;
+  if (WL__SHARED(m)) {
+    WL__HIDE(off);
+    WL__HIDE(bytes);
+    if (off < sizeof(wl__block_t) || bytes > m->limit ||
+        off > m->limit - bytes) {
+      wl__damaged(m);
+      return NULL;
+    }
   }
   return m->base + off;
 }
@@ -406,18 +429,22 @@ static inline wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind,
 static inline void wl__free(wl_manager_t *m, wl_off_t rec) {
   wl__hdr_t *h = WL__HDR(m);
   wl__block_t *b = wl__block(m, rec);
+  uint16_t cls = b->cls;
   uint64_t block;
 
-  if (WL__SHARED(m) && (b->cls >= WL__NCLASSES || m->damaged)) {
-    wl__damaged(m);
-    return;
+  if (WL__SHARED(m)) {
+    WL__HIDE(cls);
+    if (cls >= WL__NCLASSES || m->damaged) {
+      wl__damaged(m);
+      return;
+    }
   }
-  block = (uint64_t)1 << (b->cls + WL__MIN_SHIFT);
+  block = (uint64_t)1 << (cls + WL__MIN_SHIFT);
   WL__PUBLISH(b->kind, WL__FREE);
   b->gen++;
   WL__FAULT("free");
-  *WL__REC(m, rec, wl_off_t) = h->free[b->cls];
-  h->free[b->cls] = rec;
+  *WL__REC(m, rec, wl_off_t) = h->free[cls];
+  h->free[cls] = rec;
   if (WL__UNLIKELY(block >= WL__RETURN_BYTES))
     wl__return_pages(m, rec, block);
 }
@@ -541,6 +568,8 @@ static inline const uint16_t *wl__units(wl_manager_t *m, wl_off_t n,
                                         size_t *len) {
   uint64_t units = WL__REC(m, n, wl__name_t)->len;
 
+  if (WL__SHARED(m))
+    WL__HIDE(units);
   *len = (size_t)units;
   if (WL__SHARED(m) && units > m->limit / sizeof(uint16_t)) {
     wl__damaged(m);

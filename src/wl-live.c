@@ -48,9 +48,8 @@ static void wl__end_owner(wl_manager_t *m, wl_off_t o) {
 
   while (wl__more(m, agents, &steps)) {
     wl_off_t a = wl__record_of(WL__LINK(m, agents)->next, wl__agent_t, olink);
-    uint32_t gen = wl__block(m, a)->gen;
+    wl__wake_close(m, a, wl__block(m, a)->gen, -1);
     wl__shared_ops.close_agent(m, a);
-    wl__wake_close(m, a, gen, -1);
   }
   wl__list_remove(m, AT(o, wl__owner_t, link));
 }

@@ -11,33 +11,39 @@
 
 #define WL__NAME(m, off) WL__REC(m, off, wl__name_t)
 
-/* The table's buckets, checked; NULL if there are none or they are damaged. */
-static wl_off_t *wl__buckets(wl_manager_t *m) {
-  wl__hdr_t *h = WL__HDR(m);
+/* The table's buckets and the mask of their count, read once and checked;
+ * NULL if there are none or they are damaged. */
+static wl_off_t *wl__buckets(wl_manager_t *m, uint64_t *mask) {
+  uint64_t n = WL__HDR(m)->nbuckets;
 
-  if (h->nbuckets == 0)
+  if (WL__SHARED(m))
+    WL__HIDE(n);
+  if (n == 0)
     return NULL;
-  if (WL__SHARED(m) && ((h->nbuckets & (h->nbuckets - 1)) != 0 ||
-                        h->nbuckets > m->limit / sizeof(wl_off_t))) {
+  if (WL__SHARED(m) &&
+      ((n & (n - 1)) != 0 || n > m->limit / sizeof(wl_off_t))) {
     wl__damaged(m);
     return NULL;
   }
-  return wl__span(m, h->buckets, h->nbuckets * sizeof(wl_off_t));
+  *mask = n - 1;
+  return wl__span(m, WL__HDR(m)->buckets, n * sizeof(wl_off_t));
 }
 
+/* Makes the table nbuckets long (a power of two, from the checked count). */
 static void wl__names_resize(wl_manager_t *m, uint64_t nbuckets) {
   wl__hdr_t *h = WL__HDR(m);
-  wl_off_t off = wl__alloc(m, WL__ARRAY, nbuckets * sizeof(wl_off_t));
-  wl_off_t *buckets, *old = wl__buckets(m);
-  uint64_t i, steps = WL__STEPS(m);
+  uint64_t i, mask = 0, steps = WL__STEPS(m);
+  wl_off_t *buckets, *old = wl__buckets(m, &mask), off = 0;
 
+  if (nbuckets <= m->capacity / sizeof(wl_off_t))
+    off = wl__alloc(m, WL__ARRAY, nbuckets * sizeof(wl_off_t));
   if (off == 0 || m->damaged)
     return; /* keep the old table: longer chains, still correct */
   buckets = wl__span(m, off, nbuckets * sizeof(wl_off_t));
   if (buckets == NULL)
     return;
   memset(buckets, 0, nbuckets * sizeof(wl_off_t));
-  for (i = 0; old != NULL && i < h->nbuckets; i++) {
+  for (i = 0; old != NULL && i <= mask; i++) {
     wl_off_t n = old[i];
     while (n != 0 && wl__step(m, &steps)) {
       wl__name_t *name = WL__NAME(m, n);
@@ -56,13 +62,12 @@ static void wl__names_resize(wl_manager_t *m, uint64_t nbuckets) {
 
 static wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash,
                                const uint16_t *units, size_t len) {
-  wl__hdr_t *h = WL__HDR(m);
-  wl_off_t *buckets = wl__buckets(m), n;
-  uint64_t steps = WL__STEPS(m);
+  uint64_t mask = 0, steps = WL__STEPS(m);
+  wl_off_t *buckets = wl__buckets(m, &mask), n;
 
   if (buckets == NULL)
     return 0;
-  for (n = buckets[hash & (h->nbuckets - 1)]; n != 0 && wl__step(m, &steps);
+  for (n = buckets[hash & mask]; n != 0 && wl__step(m, &steps);
        n = WL__NAME(m, n)->hnext) {
     wl__name_t *name = WL__NAME(m, n);
     const uint16_t *have;
@@ -82,17 +87,18 @@ static wl_off_t wl__names_find(wl_manager_t *m, uint64_t hash,
 static int wl__names_link(wl_manager_t *m, wl_off_t n) {
   wl__hdr_t *h = WL__HDR(m);
   wl__name_t *name = WL__NAME(m, n);
-  wl_off_t *buckets;
+  uint64_t mask = 0;
+  wl_off_t *buckets = wl__buckets(m, &mask);
 
-  if (h->nbuckets == 0)
+  if (buckets == NULL && !m->damaged)
     wl__names_resize(m, WL__MIN_BUCKETS);
-  else if (h->count >= h->nbuckets)
-    wl__names_resize(m, h->nbuckets * 2);
-  buckets = wl__buckets(m);
+  else if (buckets != NULL && h->count > mask)
+    wl__names_resize(m, (mask + 1) * 2);
+  buckets = wl__buckets(m, &mask);
   if (buckets == NULL)
     return m->damaged ? WL_ECORRUPT : WL_ENOMEM;
-  name->hnext = buckets[name->hash & (h->nbuckets - 1)];
-  buckets[name->hash & (h->nbuckets - 1)] = n;
+  name->hnext = buckets[name->hash & mask];
+  buckets[name->hash & mask] = n;
   wl__list_append(m, wl__off_of(m, &h->order), n + offsetof(wl__name_t, order));
   h->count++;
   return 0;
@@ -130,12 +136,12 @@ static wl_off_t wl__names_add(wl_manager_t *m, uint64_t hash,
 static void wl__names_remove(wl_manager_t *m, wl_off_t n) {
   wl__hdr_t *h = WL__HDR(m);
   wl__name_t *name = WL__NAME(m, n);
-  wl_off_t *buckets = wl__buckets(m), *p;
-  uint64_t steps = WL__STEPS(m);
+  uint64_t mask = 0, steps = WL__STEPS(m);
+  wl_off_t *buckets = wl__buckets(m, &mask), *p;
 
   if (buckets == NULL)
     return;
-  p = &buckets[name->hash & (h->nbuckets - 1)];
+  p = &buckets[name->hash & mask];
   while (*p != n) {
     if (WL__SHARED(m) && (*p == 0 || !wl__step(m, &steps))) {
       wl__damaged(m);
@@ -149,6 +155,6 @@ static void wl__names_remove(wl_manager_t *m, wl_off_t n) {
   h->count--;
   /* Shrink lazily (at 1/8 load) so that a burst of names leaves no large
    * table behind and a steady count near a boundary does not thrash. */
-  if (h->nbuckets > WL__MIN_BUCKETS && h->count < h->nbuckets / 8)
-    wl__names_resize(m, h->nbuckets / 2);
+  if (mask + 1 > WL__MIN_BUCKETS && h->count < (mask + 1) / 8)
+    wl__names_resize(m, (mask + 1) / 2);
 }

@@ -50,20 +50,25 @@ static uint32_t wl__kind_at(const wl__blocks_t *bl, wl_off_t off) {
 static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t at = (sizeof(*h) + 15) & ~(uint64_t)15;
+  uint64_t used = h->used;
   size_t cap = 0;
 
+  WL__HIDE(used);
   bl->recs = NULL;
   bl->kinds = NULL;
   bl->n = 0;
-  if (h->used > m->limit)
+  if (used > m->limit)
     return WL_ECORRUPT;
-  while (at < h->used) {
+  while (at < used) {
     wl__block_t *b = WL__REC(m, at, wl__block_t);
+    uint16_t cls = b->cls, kind = b->kind;
     uint64_t size;
-    if (h->used - at < sizeof(*b) || b->cls >= WL__NCLASSES)
+    WL__HIDE(cls);
+    WL__HIDE(kind);
+    if (used - at < sizeof(*b) || cls >= WL__NCLASSES || m->damaged)
       return WL_ECORRUPT;
-    size = (uint64_t)1 << (b->cls + WL__MIN_SHIFT);
-    if (size > h->used - at || b->kind > WL__VACANT)
+    size = (uint64_t)1 << (cls + WL__MIN_SHIFT);
+    if (size > used - at || kind > WL__VACANT)
       return WL_ECORRUPT;
     if (bl->n == cap) {
       size_t ncap = cap ? cap * 2 : 1024;
@@ -77,7 +82,7 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
       cap = ncap;
     }
     bl->recs[bl->n] = at + sizeof(*b);
-    bl->kinds[bl->n] = b->kind;
+    bl->kinds[bl->n] = kind;
     bl->n++;
     at += size;
   }
@@ -116,17 +121,23 @@ static void wl__sort(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
 }
 
 /* A request record that may stay: a known state, a live agent, and when
- * queued or held, a name. */
-static int wl__keep(wl_manager_t *m, const wl__blocks_t *bl, wl_off_t r) {
+ * queued or held, a name. Its state and name, as read and checked, are
+ * given back in *state and *name. */
+static int wl__keep(wl_manager_t *m, const wl__blocks_t *bl, wl_off_t r,
+                    uint16_t *state, wl_off_t *name) {
   const wl__req_t *req = REQ(m, r);
+  uint16_t mode = req->mode;
 
-  if (req->mode > WL_SHARED || req->state > WL__STOLEN ||
+  *state = req->state;
+  *name = req->name;
+  WL__HIDE(*state);
+  if (mode > WL_SHARED || *state > WL__STOLEN ||
       wl__kind_at(bl, req->agent) != WL__AGENT)
     return 0;
-  if (req->state == WL__QUEUED || req->state == WL__HELD)
-    return wl__kind_at(bl, req->name) == WL__NAME;
+  if (*state == WL__QUEUED || *state == WL__HELD)
+    return wl__kind_at(bl, *name) == WL__NAME;
   /* Stolen and not yet released, or unavailable and not yet delivered. */
-  return req->state == WL__STOLEN || req->events != 0;
+  return *state == WL__STOLEN || req->events != 0;
 }
 
 static void wl__reset_free_lists(wl_manager_t *m, const wl__blocks_t *bl) {
@@ -136,17 +147,28 @@ static void wl__reset_free_lists(wl_manager_t *m, const wl__blocks_t *bl) {
   memset(h->free, 0, sizeof(h->free));
   for (i = bl->n; i-- > 0;) {
     if (bl->kinds[i] == WL__FREE) {
-      wl__block_t *b = wl__block(m, bl->recs[i]);
-      *WL__REC(m, bl->recs[i], wl_off_t) = h->free[b->cls];
-      h->free[b->cls] = bl->recs[i];
+      uint16_t cls = wl__block(m, bl->recs[i])->cls;
+      WL__HIDE(cls);
+      if (cls >= WL__NCLASSES) {
+        wl__damaged(m);
+        return;
+      }
+      *WL__REC(m, bl->recs[i], wl_off_t) = h->free[cls];
+      h->free[cls] = bl->recs[i];
     }
   }
 }
 
 /* Whether a name's length fits in its block, before its units are read. */
 static int wl__name_fits(wl_manager_t *m, wl_off_t n) {
-  uint64_t room = ((uint64_t)1 << (wl__block(m, n)->cls + WL__MIN_SHIFT)) -
-                  sizeof(wl__block_t) - sizeof(wl__name_t);
+  uint16_t cls = wl__block(m, n)->cls;
+  uint64_t room;
+
+  WL__HIDE(cls);
+  if (cls >= WL__NCLASSES)
+    return 0;
+  room = ((uint64_t)1 << (cls + WL__MIN_SHIFT)) - sizeof(wl__block_t) -
+         sizeof(wl__name_t);
   return NAME(m, n)->len <= room / sizeof(uint16_t);
 }
 
@@ -280,18 +302,22 @@ int wl__recover(wl_manager_t *m) {
   }
   for (i = 0; i < bl.n; i++) {
     wl__req_t *req = REQ(m, bl.recs[i]);
+    uint16_t state;
+    wl_off_t name;
+    ptrdiff_t at;
     if (bl.kinds[i] != WL__REQUEST)
       continue;
-    if (!wl__keep(m, &bl, bl.recs[i])) {
+    if (!wl__keep(m, &bl, bl.recs[i], &state, &name)) {
       bl.kinds[i] = WL__FREE;
       continue;
     }
     /* A holder robbed by a steal cut short after its event. */
-    if (req->state == WL__HELD && (req->events & WL_EV_STOLEN))
-      req->state = WL__STOLEN;
+    if (state == WL__HELD && (req->events & WL_EV_STOLEN))
+      req->state = state = WL__STOLEN;
     reqs[nreqs++] = bl.recs[i];
-    if (req->state == WL__QUEUED || req->state == WL__HELD)
-      used[wl__index_of(&bl, req->name)] = 1;
+    at = wl__index_of(&bl, name);
+    if ((state == WL__QUEUED || state == WL__HELD) && at >= 0)
+      used[at] = 1;
   }
   /* Unused names and the old table go; the used names get a new table. */
   for (i = 0; i < bl.n; i++) {
@@ -308,6 +334,10 @@ int wl__recover(wl_manager_t *m) {
     }
   }
   wl__reset_free_lists(m, &bl);
+  if (m->damaged) {
+    rc = WL_ECORRUPT;
+    goto done;
+  }
   h->buckets = 0;
   h->nbuckets = 0;
   h->count = 0;
@@ -357,6 +387,8 @@ int wl__recover(wl_manager_t *m) {
   /* The dead process may have been changing who watches whom. */
   wl__ring(m, 1);
 done:
+  if (rc == 0 && m->damaged)
+    rc = WL_ECORRUPT;
   free(used);
   free(tmp);
   free(reqs);
@@ -378,7 +410,9 @@ WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
     wl__tell_agents(m);
     return WL_ECORRUPT;
   }
-  if (wl__cover(m) != 0 || wl__recover(m) != 0) {
+  /* A region that another process found damaged is not repaired. */
+  if (__atomic_load_n(&WL__HDR(m)->broken, __ATOMIC_RELAXED) ||
+      wl__cover(m) != 0 || wl__recover(m) != 0) {
     wl__damaged(m);
     wl__unlock(m);
     return WL_ECORRUPT;

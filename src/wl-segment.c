@@ -2,14 +2,16 @@
  * them (by default in /dev/shm). The file's first page describes it and
  * holds the manager's mutex (process-shared and robust); the region follows.
  *
- * Creating: the first process creates the file exclusively and, holding an
- * exclusive flock, sizes and initialises it, then marks it ready. Others take
- * a shared flock, which waits for that, and check everything they read
- * before trusting it. Each keeps its flock until it has joined (holds its
- * proof of life, wl-live.c). A file not marked ready is initialised again
- * only under an exclusive flock and only if no process has joined it: its
- * creator died before it was ready. One that processes use is damaged, not
- * unfinished; and tokens never go back (the grant counter is kept). A file
+ * Creating: the first process makes the file whole (sized, initialised,
+ * marked ready) where no one else can see it (O_TMPFILE, or a temporary
+ * name), then links it into place, which fails if another process's came
+ * first: then it opens that one. So a file at the path is always whole,
+ * unless someone else wrote it. Every process takes a shared flock when it
+ * opens the file and keeps it until it has joined (holds its proof of life,
+ * wl-live.c). A file not marked ready is initialised again only under an
+ * exclusive flock and only if no process has joined it; one that processes
+ * use is damaged, not unfinished; and tokens never go back (the grant
+ * counter is kept). A file
  * is never trusted for its name alone: it must be a regular file, of this
  * layout, of the size it says, and either ours or another user's that both
  * that user's permission bits and ours (the mode asked for) open to others.
@@ -65,6 +67,10 @@ typedef struct {
   uint64_t region_off; /* where the region starts */
   uint32_t ready;      /* WL__READY once initialised */
   uint32_t pad;
+  /* Drawn when the file is initialised, and part of its agents' FIFOs'
+   * names: a file made anew at the same path has other names for its
+   * agents' FIFOs, whatever processes of the old one still do with theirs. */
+  uint64_t nonce;
   pthread_mutex_t mutex;
 } wl__seg_t;
 
@@ -103,6 +109,8 @@ static int wl__init_file(wl__seg_t *seg, uint64_t size, uint64_t grants) {
   seg->size = size;
   seg->region_off = WL__PAGE;
   clock_gettime(CLOCK_REALTIME, &ts);
+  seg->nonce = wl__fmix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+                        ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)&ts);
   rc = wl__region_init(&tmp, (char *)seg + WL__PAGE, size - WL__PAGE,
                        wl__fmix((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec ^
                                 ((uint64_t)getpid() << 32)));
@@ -268,21 +276,67 @@ static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
   return 0;
 }
 
-/* Creates the file at path exclusively; 0, or -EEXIST if it exists. It
- * keeps its exclusive flock. */
-static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
-                      unsigned mode, char *err, size_t errlen) {
-  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+/* A new file in the directory of path that no other process can open yet:
+ * O_TMPFILE where the file system has it, else a temporary name (in *tmp,
+ * which the caller removes). */
+static int wl__open_unlinked(const char *path, unsigned mode, char *tmp,
+                             size_t tmplen) {
+  char dir[WL__PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  struct timespec ts;
+  int fd;
+
+  tmp[0] = '\0';
+  if (slash != NULL && (size_t)(slash - path) < sizeof(dir)) {
+    memcpy(dir, path, (size_t)(slash - path));
+    dir[slash == path ? 1 : slash - path] = '\0';
+    if (slash == path)
+      dir[0] = '/';
+    fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+      return fd;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  snprintf(tmp, tmplen, "%s.new-%d-%lx", path, (int)getpid(),
+           (unsigned long)ts.tv_nsec);
+  return open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+}
+
+/* Links the whole file into place: 0, -EEXIST if another process's came
+ * first, or -errno. */
+static int wl__publish(int fd, const char *tmp, const char *path) {
+  char proc[64];
   int rc;
 
+  if (tmp[0] != '\0') {
+    rc = link(tmp, path) == 0 ? 0 : -errno;
+    unlink(tmp);
+    return rc;
+  }
+  snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+  return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0
+             ? 0
+             : -errno;
+}
+
+/* Makes the file whole, then puts it at path: 0 (with a shared flock), or
+ * -EEXIST if a file is there already. */
+static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
+                      unsigned mode, char *err, size_t errlen) {
+  char tmp[WL__PATH_MAX + 32];
+  struct stat st;
+  int fd, rc;
+
+  if (access(path, F_OK) == 0 || errno != ENOENT)
+    return -EEXIST;
+  fd = wl__open_unlinked(path, mode, tmp, sizeof(tmp));
   if (fd < 0)
-    return errno == EEXIST ? -EEXIST
-                           : wl__fail(err, errlen, -errno, "cannot create %s: %s",
-                                      path, strerror(errno));
+    return wl__fail(err, errlen, -errno, "cannot create %s: %s", path,
+                    strerror(errno));
   m->fd = fd;
   /* Exactly the bits asked for, whatever the umask. */
-  if (fchmod(fd, mode) != 0 || flock(fd, LOCK_EX) != 0 ||
-      ftruncate(fd, (off_t)size) != 0) {
+  if (fchmod(fd, mode) != 0 || ftruncate(fd, (off_t)size) != 0 ||
+      flock(fd, LOCK_SH) != 0 || fstat(fd, &st) != 0) {
     rc = wl__fail(err, errlen, -errno, "cannot create %s: %s", path,
                   strerror(errno));
   } else if ((rc = wl__map(m, fd, size)) != 0) {
@@ -294,13 +348,20 @@ static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
   } else if ((rc = wl__init_file(m->map, size, 0)) != 0) {
     wl__fail(err, errlen, rc, "cannot initialise %s", path);
     munmap(m->map, size);
+  } else if (WL__FAULT("create"), (rc = wl__publish(fd, tmp, path)) != 0) {
+    if (rc != -EEXIST)
+      wl__fail(err, errlen, rc, "cannot create %s: %s", path, strerror(-rc));
+    munmap(m->map, size);
   }
   if (rc != 0) {
-    unlink(path);
+    if (tmp[0] != '\0')
+      unlink(tmp);
     close(fd);
     return rc;
   }
   m->mode = mode;
+  m->gid = st.st_gid;
+  m->nonce = ((wl__seg_t *)m->map)->nonce;
   return 0;
 }
 
@@ -383,6 +444,8 @@ static int wl__attach(wl_manager_t *m, const char *path, unsigned mode,
     goto unmap;
   }
   m->mode = st.st_mode & 0777;
+  m->gid = st.st_gid;
+  m->nonce = seg->nonce;
   return 0;
 unmap:
   munmap(m->map, m->map_size);
@@ -415,7 +478,9 @@ static int wl__join(wl_manager_t *m, const char *path, char *err,
   if (rc != 0) {
     close(m->probe_fd);
     return wl__fail(err, errlen, rc, "cannot join the manager in %s: %s", path,
-                    rc == WL_ENOMEM ? "it is full" : "its state is damaged");
+                    rc == WL_ENOMEM     ? "it is full"
+                    : rc == WL_ECORRUPT ? "its state is damaged"
+                                        : strerror(-rc));
   }
   return 0;
 }

@@ -1,7 +1,8 @@
 /* Wake-ups across processes: every agent of a shared manager has a FIFO
- * beside the manager's file, named by its record's offset and generation
- * (which no other agent has: a record's generation changes when it is
- * freed), so that nothing done by that name can reach another agent's FIFO.
+ * beside the manager's file, named by the file's nonce and its record's
+ * offset and generation (which no other agent has: a record's generation
+ * changes when it is freed, and a file made anew has another nonce), so
+ * that nothing done by that name can reach another agent's FIFO.
  * Its thread watches the read end (an event loop polls it, as libuv's
  * uv_poll does); whichever process makes the agent's mailbox non-empty
  * writes one byte to it. Measured on this project's machine: about 3 us one
@@ -25,19 +26,36 @@
 
 #include "wl-internal.h"
 
+#define WL__FIFO_PATH_MAX (WL__PATH_MAX + 48)
+
 static int wl__fifo_path(const wl_manager_t *m, wl_off_t agent, uint32_t gen,
                          char *buf, size_t len) {
-  int n = snprintf(buf, len, "%s.%llx.%x", m->path, (unsigned long long)agent,
+  int n = snprintf(buf, len, "%s.%llx.%llx.%x", m->path,
+                   (unsigned long long)m->nonce, (unsigned long long)agent,
                    (unsigned)gen);
   return n < 0 || (size_t)n >= len ? WL_EINVAL : 0;
 }
 
-/* Under the mutex. The FIFO gets the manager file's permission bits
- * exactly, whatever the umask: every process that may open the manager
- * must be able to wake the agent. */
+/* The FIFO just made must be ours, and gets the manager file's group and
+ * permission bits exactly, whatever the umask and this process's group:
+ * every process that may open the manager must be able to wake the agent. */
+static int wl__fifo_own(const wl_manager_t *m, int fd) {
+  struct stat st;
+
+  if (fstat(fd, &st) != 0)
+    return -errno;
+  if (!S_ISFIFO(st.st_mode) || st.st_uid != geteuid())
+    return -EEXIST;
+  if ((st.st_gid != m->gid && fchown(fd, (uid_t)-1, m->gid) != 0) ||
+      fchmod(fd, m->mode) != 0)
+    return -errno;
+  return 0;
+}
+
+/* Under the mutex. */
 int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint32_t gen) {
-  char path[WL__PATH_MAX + 32];
-  int fd, rc, tries;
+  char path[WL__FIFO_PATH_MAX];
+  int fd, rc = 0, tries;
 
   if (wl__fifo_path(m, agent, gen, path, sizeof(path)) != 0)
     return WL_EINVAL;
@@ -50,10 +68,11 @@ int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint32_t gen) {
   }
   /* Read and write: never blocks, and never reports an end of file. */
   fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0 || fchmod(fd, m->mode) != 0) {
+  if (fd < 0)
     rc = -errno;
-    if (fd >= 0)
-      close(fd);
+  else if ((rc = wl__fifo_own(m, fd)) != 0)
+    close(fd);
+  if (rc != 0) {
     unlink(path);
     return rc;
   }
@@ -61,7 +80,7 @@ int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint32_t gen) {
 }
 
 void wl__wake_close(wl_manager_t *m, wl_off_t agent, uint32_t gen, int fd) {
-  char path[WL__PATH_MAX + 32];
+  char path[WL__FIFO_PATH_MAX];
 
   if (fd >= 0)
     close(fd);
@@ -94,7 +113,7 @@ static int wl__open_fifo(const char *path) {
 void wl__wake(wl_manager_t *m, wl_off_t agent) {
   wl__waker_t *w = &m->wakers[(agent >> 4) % WL__WAKERS];
   uint32_t gen = wl__block(m, agent)->gen;
-  char path[WL__PATH_MAX + 32];
+  char path[WL__FIFO_PATH_MAX];
   int fd;
 
   if (w->fd1 != 0 && w->agent == agent && w->gen == gen &&

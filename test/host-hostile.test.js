@@ -141,6 +141,41 @@ function openToOthers(p) {
     }
   });
 
+  it('a scope shared with a group by users whose own groups differ: each wakes the other (every FIFO gets the file\'s group)', async function () {
+    if (!root) pending(this, 'only root can run processes as other users');
+    if (!openToOthers(process.execPath) || !openToOthers(PKG)) pending(this, 'another user could not run Node or the package from here');
+    // Two users: the first's group is the file's; the second's own group
+    // is another, and the file's group is one of its supplementary groups.
+    const group = process.getgid();
+    const as = (uid, gid, groups) => `process.setgroups(${JSON.stringify(groups)}); process.setgid(${gid}); process.setuid(${uid});`;
+    const holder = runNode(`${as(65533, group, [group])}
+      const { openLockManager } = require(PKG);
+      (async () => {
+        const m = await openLockManager('groups', { dir: DIR, mode: 0o660 });
+        let release;
+        const done = m.request('x', () => { console.log('held'); return new Promise((r) => { release = r; }); });
+        process.stdin.once('data', () => release());
+        await done;
+        await m.close();
+      })();`, { dir });
+    await holder.said('held');
+    const waiter = runNode(`${as(65534, 65534, [65534, group])}
+      const { openLockManager } = require(PKG);
+      (async () => {
+        const m = await openLockManager('groups', { dir: DIR, mode: 0o660 });
+        const granted = m.request('x', (lock) => lock.name);
+        console.log('queued');
+        console.log(await granted);
+        await m.close();
+      })();`, { dir, ms: 15000 });
+    await waiter.said('queued');
+    for (const name of fs.readdirSync(dir)) assert.equal(fs.statSync(path.join(dir, name)).gid, group, name);
+    holder.child.stdin.end('go\n');
+    const [h, w] = await Promise.all([holder.ended, waiter.ended]);
+    assert.deepEqual([h.code, h.err], [0, '']);
+    assert.deepEqual([w.code, w.out, w.err], [0, 'queued\nx\n', '']);
+  });
+
   it('a full tmpfs: a request that needs room rejects with a QuotaExceededError, nothing is lost, and the scope still opens', async function () {
     if (!root) pending(this, 'a tmpfs of its own needs root');
     const probe = childProcess.spawnSync('unshare', ['--mount', 'true']);

@@ -55,7 +55,26 @@ void tpidns_enter(int fd) {
 
 void tshm_path(char *buf, size_t len, const char *what) {
   snprintf(buf, len, "/dev/shm/wl-%s-%d", what, (int)getpid());
-  unlink(buf);
+  tshm_remove(buf);
+}
+
+void tshm_remove(const char *path) {
+  const char *base = strrchr(path, '/') + 1;
+  size_t len = strlen(base);
+  char beside[512];
+  struct dirent *e;
+  DIR *dir = opendir("/dev/shm");
+
+  unlink(path);
+  if (dir == NULL)
+    return;
+  while ((e = readdir(dir)) != NULL) {
+    if (strncmp(e->d_name, base, len) == 0 && e->d_name[len] == '.') {
+      snprintf(beside, sizeof(beside), "/dev/shm/%s", e->d_name);
+      unlink(beside);
+    }
+  }
+  closedir(dir);
 }
 
 wl_manager_t *tsegment_open(const char *path, uint64_t size) {

@@ -8,6 +8,9 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -56,7 +59,7 @@ static void expect_grant_refused(const char *what,
   wl_agent_close(&a);
   wl_agent_close(&b);
   wl_segment_close(m);
-  unlink(path);
+  tshm_remove(path);
 }
 
 static void index_out_of_range(wl_manager_t *m, wl_agent_t *b, wl_request_t *w) {
@@ -109,7 +112,7 @@ static void test_snapshot_forged_name(void) {
   }
   wl_agent_close(&a);
   wl_segment_close(m);
-  unlink(path);
+  tshm_remove(path);
 }
 
 /* The file changes between the snapshot's two walks: a queue made to loop
@@ -143,7 +146,7 @@ static void test_snapshot_changed_between_walks(void) {
   wl__fault_hook = hook;
   wl_agent_close(&a);
   wl_segment_close(m);
-  unlink(path);
+  tshm_remove(path);
 }
 
 /* Damage found through one handle reaches every other: a handle of the
@@ -179,7 +182,7 @@ static void test_damage_reaches_every_handle(void) {
   wl_agent_close(&b);
   wl_segment_close(m1);
   wl_segment_close(m2);
-  unlink(path);
+  tshm_remove(path);
 }
 
 /* A child dies holding the mutex, and the region is damaged so that the
@@ -224,7 +227,7 @@ static void test_failed_repair_is_final(void) {
   wl_agent_close(&b);
   wl_segment_close(m1);
   wl_segment_close(m2);
-  unlink(path);
+  tshm_remove(path);
 }
 
 /* A file whose ready word was cleared while a process uses it is damaged,
@@ -266,7 +269,7 @@ static void test_ready_cleared(void) {
   ASSERT(wl_request_token(&x) > token);
   wl_agent_close(&a);
   wl_segment_close(m2);
-  unlink(path);
+  tshm_remove(path);
 }
 
 /* One handle uses far more of the region than another has touched yet:
@@ -303,7 +306,156 @@ static void test_region_grown_by_another_handle(void) {
   wl_agent_close(&b);
   wl_segment_close(m1);
   wl_segment_close(m2);
-  unlink(path);
+  tshm_remove(path);
+}
+
+/* Offsets inside the region but not on a record's alignment (a misaligned
+ * atomic faults on some processors; UBSan reports any misaligned access). */
+static void test_misaligned_offsets(void) {
+  wl_manager_t *m;
+  wl_agent_t a;
+  wl_request_t h, w;
+  unsigned events;
+
+  tshm_path(path, sizeof(path), "hostile");
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &h, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl_request(&a, &w, NAME("x"), WL_EXCLUSIVE, 0));
+  rec_of(m, &w)->name += 1;
+  rec_of(m, &w)->qlink.next += 3;
+  wl_release(&h);
+  while (wl_agent_next(&a, &events) != NULL)
+    ;
+  ASSERT_EQ(WL_ECORRUPT, wl_agent_status(&a));
+  wl_agent_close(&a);
+  wl_segment_close(m);
+  tshm_remove(path);
+}
+
+/* The file removed while processes use it, and made anew at the same path:
+ * the new file's agents' FIFOs have names of their own, so an agent of the
+ * old file that leaves removes none of them, and a wake-up reaches the new
+ * agent. */
+static void test_file_made_anew(void) {
+  wl_manager_t *old, *fresh, *other;
+  wl_agent_t a1, a2, b;
+  wl_request_t h, w;
+  struct pollfd p;
+  struct stat st;
+  unsigned events;
+
+  tshm_path(path, sizeof(path), "hostile");
+  old = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(old, &a1, ID("a1"), tignore_notify));
+  ASSERT_EQ(0, unlink(path));
+  fresh = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(fresh, &a2, ID("a2"), tignore_notify));
+  /* Another handle: another owner, as another process would be. */
+  other = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(other, &b, ID("b"), tignore_notify));
+  ASSERT_EQ(a1.off, a2.off); /* the same record, in each file */
+  wl_agent_close(&a1);
+  wl_segment_close(old);
+  ASSERT_EQ(0, fstat(wl_agent_wake_fd(&a2), &st));
+  ASSERT_EQ(1, st.st_nlink);
+  /* b wakes a2 through a2's FIFO, found by its name. */
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&b, &h, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl_request(&a2, &w, NAME("x"), WL_EXCLUSIVE, 0));
+  while (wl_agent_next(&a2, &events) != NULL)
+    ;
+  wl_agent_woken(&a2);
+  ASSERT_EQ(1, wl_release(&h));
+  p.fd = wl_agent_wake_fd(&a2);
+  p.events = POLLIN;
+  ASSERT_EQ(1, poll(&p, 1, 5000));
+  wl_agent_close(&a2);
+  wl_agent_close(&b);
+  wl_segment_close(fresh);
+  wl_segment_close(other);
+  tshm_remove(path);
+}
+
+/* A process that creates a scope stops just before its file appears: the
+ * file is whole by then, and until then there is none at the path (never
+ * an empty one, which an opener would take for damage). Another process
+ * opens the scope meanwhile, and makes it; the first then opens that one. */
+static int pause_in, pause_out;
+
+static void pause_at_create(const char *point) {
+  char byte;
+
+  if (strcmp(point, "create") == 0) {
+    ASSERT_EQ(1, write(pause_out, "p", 1));
+    ASSERT_EQ(1, read(pause_in, &byte, 1));
+  }
+}
+
+static void create_slowly(const char *file, int in, int out) {
+  wl_manager_t *m;
+
+  pause_in = in;
+  pause_out = out;
+  wl__fault_hook = pause_at_create;
+  m = tsegment_open(file, SIZE);
+  ASSERT_EQ(1, write(out, "o", 1));
+  wl_segment_close(m);
+}
+
+static void test_creator_stopped_before_its_file_appears(void) {
+  wl_manager_t *m;
+  tchild_t child;
+  struct stat st;
+
+  tshm_path(path, sizeof(path), "hostile");
+  tchild_run(&child, path, create_slowly);
+  ASSERT_EQ('p', tchild_do(&child, 'g'));
+  ASSERT(stat(path, &st) != 0);
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ('o', tchild_do(&child, 'g'));
+  tchild_reaped(&child, 0);
+  wl_segment_close(m);
+  tshm_remove(path);
+}
+
+/* Holding the mutex, marks the region broken (as a process that found it
+ * damaged does) and dies there. */
+static wl_manager_t *breaking;
+
+static void break_and_die(const char *point) {
+  if (strcmp(point, "hold") == 0) {
+    WL__HDR(breaking)->broken = 1;
+    raise(SIGKILL);
+  }
+}
+
+static void die_breaking(const char *file, int in, int out) {
+  wl_agent_t c;
+  wl_request_t r;
+
+  (void)in;
+  (void)out;
+  breaking = tsegment_open(file, SIZE);
+  ASSERT_EQ(0, wl_agent_init(breaking, &c, ID("c"), tignore_notify));
+  wl__fault_hook = break_and_die;
+  wl_request(&c, &r, NAME("x"), WL_EXCLUSIVE, 0);
+  _exit(1);
+}
+
+/* A process dies holding the mutex of a region another found damaged: the
+ * next one does not repair it and go on (its sweeper would, were it open
+ * already: the next process to open it takes the mutex first). */
+static void test_no_repair_of_a_broken_region(void) {
+  wl_manager_t *m = NULL;
+  tchild_t child;
+  char err[512];
+
+  tshm_path(path, sizeof(path), "hostile");
+  tchild_run(&child, path, die_breaking);
+  ASSERT_EQ(1, write(child.to, "g", 1));
+  tchild_reaped(&child, 1);
+  ASSERT_EQ(WL_ECORRUPT, wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err)));
+  tshm_remove(path);
 }
 
 int main(void) {
@@ -314,5 +466,9 @@ int main(void) {
   RUN(test_damage_reaches_every_handle);
   RUN(test_ready_cleared);
   RUN(test_region_grown_by_another_handle);
+  RUN(test_misaligned_offsets);
+  RUN(test_file_made_anew);
+  RUN(test_creator_stopped_before_its_file_appears);
+  RUN(test_no_repair_of_a_broken_region);
   return 0;
 }

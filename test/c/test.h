@@ -84,6 +84,9 @@ void tagent_init(tagent_t *t, const char *client_id, size_t client_id_len);
  * callback for agents polled by hand, and a fault hook that kills this
  * process (SIGKILL) at the named point. */
 void tshm_path(char *buf, size_t len, const char *what);
+/* Removes the manager's file at path and whatever is beside it (agents'
+ * FIFOs that a test's killed or damaged processes could not remove). */
+void tshm_remove(const char *path);
 /* Goes on as pid 1 of a new pid namespace: the calling process forks the
  * process that returns, writes its pid (as seen from outside) to fd, and
  * exits when it does. */
