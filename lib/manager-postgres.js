@@ -19,7 +19,7 @@
 const fs = require('fs')
 const path = require('path')
 const { randomUUID } = require('crypto')
-const { DOMException, SafeTypeError, SafeRangeError, SafeBigInt } = require('./intrinsics.js')
+const { DOMException, SafeTypeError, SafeRangeError, SafeBigInt, performanceNow } = require('./intrinsics.js')
 const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('./events.js')
 const { isScope, SCOPE_MAX } = require('./manager-host.js')
 
@@ -289,9 +289,10 @@ class Session {
   first = null
   last = null
   // Whether a query is on its way, and since when (or when the last
-  // answer came): the keepalive's clock.
+  // answer came), on a monotonic clock: the keepalive's, which a step of
+  // the wall clock must not stop or set off.
   asking = false
-  since = Date.now()
+  since = performanceNow()
   keepalive = null
   agent = 0
   // The backend the agent joined on: its life lock's holder.
@@ -488,7 +489,7 @@ class PostgresBackend {
 
   askNext (session) {
     const entry = session.first
-    session.since = Date.now()
+    session.since = performanceNow()
     if (entry === null) {
       session.asking = false
       return
@@ -513,7 +514,7 @@ class PostgresBackend {
   keepAlive (session) {
     const limit = this.target.keepalive
     const timer = setInterval(() => {
-      const quiet = Date.now() - session.since
+      const quiet = performanceNow() - session.since
       if (session.asking && quiet > limit) {
         this.lose(session, new Error(`web-locks: PostgreSQL did not answer for ${limit} ms`))
         session.client.connection.stream.destroy()

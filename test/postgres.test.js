@@ -59,6 +59,18 @@ describe('openLockManager (PostgreSQL)', function () {
     }
   }
 
+  // Resolves once n backends wait for a lock that `blocker` holds. Polled:
+  // no event says it.
+  async function blockedBy(blocker, n) {
+    const deadline = Date.now() + 10000;
+    for (;;) {
+      const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))', [blocker.processID]);
+      if (rows[0].n >= n) return;
+      if (Date.now() > deadline) throw new Error(`${rows[0].n} backends waiting, not ${n}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
   describe('opening', function () {
     it('gives a LockManager; each open is a new agent with its own clientId', async function () {
       const scope = scopeName('open');
@@ -473,6 +485,46 @@ describe('openLockManager (PostgreSQL)', function () {
       h.release();
       await Promise.all(waiting);
       await h.done;
+    });
+
+    it('times its keepalive on a monotonic clock: a step of the wall clock back stops no keepalive, one forward during a call ends no session', async function () {
+      this.timeout(20000);
+      const keepalive = 2400;
+      const scope = scopeName('clock');
+      const m = await open(scope, { keepalive });
+      const h = holdOn(m, 'x');
+      await h.granted;
+      let lost = false;
+      h.done.catch(() => { lost = true; });
+      const now = Date.now;
+      let step = 0;
+      Date.now = () => now() + step;
+      const blocker = new pg.Client(url);
+      try {
+        // Back an hour: the server ends a session silent for keepalive.
+        step = -3600e3;
+        await new Promise((resolve) => setTimeout(resolve, keepalive * 1.5));
+        assert.equal(lost, false);
+        assert.equal(only(await m.query(), 'x').held.length, 1);
+        // Forward an hour while a call waits in the database, for less than
+        // keepalive but past a keepalive tick (a third of it).
+        step = 0;
+        await blocker.connect();
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT FROM web_locks.names WHERE scope = $1 FOR UPDATE', [scope]);
+        const call = m.request('x', { ifAvailable: true }, (lock) => lock);
+        await blockedBy(blocker, 1);
+        step = 3600e3;
+        await new Promise((resolve) => setTimeout(resolve, keepalive / 2));
+        await blocker.query('COMMIT');
+        assert.equal(await call, null);
+        assert.equal(lost, false);
+        h.release();
+        await h.done;
+      } finally {
+        Date.now = now;
+        await blocker.end();
+      }
     });
 
     it('sends its calls on the session one at a time itself: many at once draw no warning from pg', function () {
