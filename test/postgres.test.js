@@ -136,10 +136,64 @@ describe('openLockManager (PostgreSQL)', function () {
       await admin.query(`UPDATE "${schema}".meta SET value = '99' WHERE key = 'layout'`);
       await assert.rejects(openLockManager('s', { postgres: url, schema }), (err) => {
         assert.equal(err.code, 'ELAYOUT');
-        assert.match(err.message, /layout 99.*layout 1/);
+        assert.match(err.message, /layout 99.*layout 2/);
         return true;
       });
       await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
+    });
+
+    it('migrates a schema of layout 1 with a live agent in it: that agent keeps its channel, and is robbed and granted on it', async function () {
+      const { schemaSQL, schemaKey } = require('../lib/manager-postgres.js');
+      const schema = `wl_upgrade_${process.pid}`;
+      const scope = scopeName('upgrade');
+      const key = schemaKey(schema);
+      await admin.query(schemaSQL(schema, 0, 1));
+      // An agent of layout 1: its life lock, its row, its channel, and a
+      // lock held in a name's row.
+      const old = new pg.Client(url);
+      await old.connect();
+      try {
+        const { rows } = await old.query(`INSERT INTO "${schema}".agents (id, scope, client_id, pid)
+          VALUES (nextval('"${schema}".agent_ids'), $1, 'old', pg_backend_pid()) RETURNING id`, [scope]);
+        const id = rows[0].id;
+        await old.query('SELECT pg_advisory_lock($1, $2)', [key, id]);
+        await old.query(`LISTEN "web_locks.${key}.${id}"`);
+        await old.query(`INSERT INTO "${schema}".names (scope, digest, name, held, exclusive, holder_agent, holder_local, holder_token, holder_shared)
+          VALUES ($1, sha256($2), $2, 1, true, $3, 1, nextval('"${schema}".tokens'), false)`, [scope, Buffer.from('x', 'utf16le'), id]);
+        // What it is notified on its channel, by payload.
+        const notified = (pattern) => new Promise((resolve) => {
+          const listener = (message) => {
+            if (!pattern.test(message.payload)) return;
+            old.off('notification', listener);
+            resolve(message);
+          };
+          old.on('notification', listener);
+        });
+        // It watches the agent that joins next: told so.
+        const watching = notified(/^r$/);
+        const m = await open(scope, { schema });
+        assert.equal((await watching).channel, `web_locks.${key}.${id}`);
+        const meta = await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'layout'`);
+        assert.equal(meta.rows[0].value, '2');
+        assert.deepEqual(only(await m.query(), 'x').held.map((i) => i.clientId), ['old']);
+        const robbed = notified(/^1 s$/);
+        assert.equal(await m.request('x', { steal: true }, (lock) => lock.name), 'x');
+        assert.equal((await robbed).channel, `web_locks.${key}.${id}`);
+        // Queued behind a lock of the new agent, granted on the old channel.
+        const h = holdOn(m, 'y');
+        await h.granted;
+        await old.query(`SELECT "${schema}".request($1, 2, $2, $3, false, false, false, false)`, [id, scope, Buffer.from('y', 'utf16le')]);
+        const granted = notified(/^2 g [0-9]+$/);
+        h.release();
+        await h.done;
+        assert.equal((await granted).channel, `web_locks.${key}.${id}`);
+        await old.query(`SELECT "${schema}".leave($1)`, [id]);
+        assert.deepEqual(await m.query(), { held: [], pending: [] });
+        await m.close();
+      } finally {
+        await old.end();
+        await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
+      }
     });
 
     it('tells a role without rights what to grant, and works once the owner made the schema and granted them', async function () {
