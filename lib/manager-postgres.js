@@ -322,12 +322,14 @@ function statements (target) {
   }
 }
 
-// One session with PostgreSQL: an agent of the scope while it lasts.
-class Session {
-  client
-  // Its calls waiting to be sent, a list from first to last: pg runs one
-  // query at a time per client, and a query given to it while another runs
-  // draws a DeprecationWarning in recent pg 8 releases (pg 9 refuses it).
+// Queries sent one at a time, in the order they were given, a list from
+// first to last: pg runs one query at a time per client, and a query given
+// to it while another runs draws a DeprecationWarning in recent pg 8
+// releases (pg 9 refuses it). And an agent's calls so reach the database in
+// the order it made them, through a pool too (whose connections would run
+// them side by side): an abort before a later request of the same name.
+class Line {
+  send
   first = null
   last = null
   // Whether a query is on its way, and since when (or when the last
@@ -335,6 +337,19 @@ class Session {
   // the wall clock must not stop or set off.
   asking = false
   since = performanceNow()
+
+  constructor (send) {
+    this.send = send
+  }
+}
+
+// One session with PostgreSQL: an agent of the scope while it lasts.
+class Session {
+  client
+  // The queries on the session's own connection (its keepalive's), and the
+  // agent's calls: the same line, or one through the user's pool.
+  own
+  calls
   // The channel it listens on, a name drawn at random: only roles that may
   // read the agents table can learn it, and notify it.
   channel = `web_locks_${randomBytes(16).toString('hex')}`
@@ -357,8 +372,10 @@ class Session {
   notices = 0
   lost = false
 
-  constructor (client) {
+  constructor (client, pool) {
     this.client = client
+    this.own = new Line((query) => client.query(query))
+    this.calls = pool === null ? this.own : new Line((query) => pool.query(query))
   }
 }
 
@@ -370,8 +387,8 @@ class PostgresBackend {
   // This agent's requests that the database may still hold, by local id:
   // the number notifications name.
   requests = new Map()
-  // The request calls still on their way, by local id: an abort waits for
-  // its request's call.
+  // The requests whose call is on its way, by local id: the session it was
+  // made on, or null while it waits for one to join (then it is not sent).
   making = new Map()
   // The requests that the database queued (its answer said so) and has not
   // granted: a grant by notification is taken for these only.
@@ -443,7 +460,7 @@ class PostgresBackend {
 
   async join () {
     const client = this.connection()
-    const session = new Session(client)
+    const session = new Session(client, this.target.pool)
     client.on('error', (error) => this.lose(session, error))
     client.on('end', () => this.lose(session, undefined))
     client.on('notification', (message) => this.notified(session, message))
@@ -506,16 +523,10 @@ class PostgresBackend {
     }
   }
 
-  // A call of one SQL function: through the user's pool, else the session,
-  // after the session's calls made before it.
+  // A call of the agent: after its calls made before it, on the session or
+  // through the user's pool.
   call (session, statement, values) {
-    const query = { ...statement, values }
-    let result
-    if (this.target.pool !== null) {
-      result = this.target.pool.query(query)
-    } else {
-      result = this.ask(session, query)
-    }
+    const result = this.ask(session.calls, { ...statement, values })
     this.busy++
     this.refresh()
     const done = () => {
@@ -526,33 +537,33 @@ class PostgresBackend {
     return result
   }
 
-  // A query on the session itself, after those before it, timed.
-  ask (session, query) {
+  // A query on a line, after those before it, timed.
+  ask (line, query) {
     return new Promise((resolve, reject) => {
       const entry = { query, resolve, reject, next: null }
-      if (session.last === null) session.first = entry
-      else session.last.next = entry
-      session.last = entry
-      if (!session.asking) this.askNext(session)
+      if (line.last === null) line.first = entry
+      else line.last.next = entry
+      line.last = entry
+      if (!line.asking) this.askNext(line)
     })
   }
 
-  askNext (session) {
-    const entry = session.first
-    session.since = performanceNow()
+  askNext (line) {
+    const entry = line.first
+    line.since = performanceNow()
     if (entry === null) {
-      session.asking = false
+      line.asking = false
       return
     }
-    session.first = entry.next
-    if (session.first === null) session.last = null
-    session.asking = true
-    session.client.query(entry.query).then((result) => {
+    line.first = entry.next
+    if (line.first === null) line.last = null
+    line.asking = true
+    line.send(entry.query).then((result) => {
       entry.resolve(result)
-      this.askNext(session)
+      this.askNext(line)
     }, (error) => {
       entry.reject(error)
-      this.askNext(session)
+      this.askNext(line)
     })
   }
 
@@ -563,13 +574,14 @@ class PostgresBackend {
   // backend (past checkOwnSession()).
   keepAlive (session) {
     const limit = this.target.keepalive
+    const line = session.own
     const timer = setInterval(() => {
-      const quiet = performanceNow() - session.since
-      if (session.asking && quiet > limit) {
+      const quiet = performanceNow() - line.since
+      if (line.asking && quiet > limit) {
         this.lose(session, new Error(`web-locks: PostgreSQL did not answer for ${limit} ms`))
         session.client.connection.stream.destroy()
-      } else if (!session.asking && quiet >= limit / 3) {
-        this.ask(session, BACKEND_PID).then(({ rows }) => {
+      } else if (!line.asking && quiet >= limit / 3) {
+        this.ask(line, BACKEND_PID).then(({ rows }) => {
           if (rows[0].pid !== session.pid) this.lose(session, pooledError(), true)
         }, ignore)
       }
@@ -621,11 +633,11 @@ class PostgresBackend {
       // with: the grant of a request whose answer is not read yet waits
       // for it, and counts only if the answer says queued.
       if (this.waiting.delete(id)) this.granted(request, token, true)
-      else if (this.making.has(id)) this.grantedEarly.set(id, token)
+      else if (this.making.get(id) === session) this.grantedEarly.set(id, token)
     } else if (request.held) {
       this.forget(request)
       request.deliver(EV_STOLEN)
-    } else if (this.making.has(id)) {
+    } else if (this.making.get(id) === session) {
       // Granted (at once, or by a notification before the answer) and
       // robbed before the answer was read: the answer delivers both, the
       // grant first, as the spec orders them.
@@ -652,9 +664,11 @@ class PostgresBackend {
     this.refresh()
     const make = (session) => {
       if (this.requests.get(id) !== request) return // aborted or dropped meanwhile
+      this.making.set(id, session)
       const values = [session.agent, id, this.target.scope, Buffer.from(name, 'utf16le'),
         (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0, this.target.pool !== null, session.ceiling]
-      return this.call(session, this.sql.request, values).then(({ rows }) => {
+      this.call(session, this.sql.request, values).then(({ rows }) => {
+        this.making.delete(id)
         // Its token if granted, '0' if queued, null if not available.
         const { token, in_row: inRow, ceiling } = rows[0]
         if (ceiling !== null) session.ceiling = ceiling
@@ -670,18 +684,22 @@ class PostgresBackend {
           if (inRow !== null) this.inRow.set(id, inRow)
           this.granted(request, token, false)
         }
-      }, (error) => this.failed(session, request, error))
+      }, (error) => {
+        this.making.delete(id)
+        this.failed(session, request, error)
+      })
     }
     // With a session, at once; else once one has joined.
-    const made = this.current !== null
-      ? make(this.current)
-      : this.session().then(make, (error) => {
+    if (this.current !== null) {
+      make(this.current)
+    } else {
+      this.making.set(id, null)
+      this.session().then(make, (error) => {
         if (this.requests.get(id) !== request) return
         this.forget(request)
         request.drop(error)
       })
-    this.making.set(id, made)
-    made.then(() => this.making.delete(id))
+    }
     // Whether it waits is known once its call is done (see queued()).
     return false
   }
@@ -704,6 +722,7 @@ class PostgresBackend {
   forget (request) {
     const id = request.id
     this.requests.delete(id)
+    this.making.delete(id)
     this.waiting.delete(id)
     this.grantedEarly.delete(id)
     this.stolenEarly.delete(id)
@@ -740,19 +759,17 @@ class PostgresBackend {
     return error instanceof this.pg.DatabaseError
   }
 
-  // The database takes the request out of its queue once its request call
-  // is done; if it was granted meanwhile, the grant arrives and the shim
-  // releases it (the spec's abort after a grant).
+  // The spec's abort steps run when the signal fires, before anything
+  // requested after them: the abort call goes now, behind the request's own
+  // call if it is on its way (the agent's calls reach the database in
+  // order) and before any later call. A request whose call is not sent yet
+  // (the session still joining) is never made. If it was granted meanwhile,
+  // the grant arrives and the shim releases it (the spec's abort after a
+  // grant).
   abort (request) {
-    const id = request.id
-    const made = this.making.get(id)
-    if (made === undefined) {
-      if (this.requests.has(id)) this.abortQueued(request)
-    } else {
-      made.then(() => {
-        if (this.requests.get(id) === request) this.abortQueued(request)
-      })
-    }
+    if (this.requests.get(request.id) !== request) return
+    if (this.making.get(request.id) === null) this.forget(request)
+    else this.abortQueued(request)
   }
 
   abortQueued (request) {
@@ -793,6 +810,7 @@ class PostgresBackend {
   dropAll (error) {
     const dropped = [...this.requests.values()]
     this.requests.clear()
+    this.making.clear()
     this.waiting.clear()
     this.grantedEarly.clear()
     this.stolenEarly.clear()

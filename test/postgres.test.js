@@ -335,6 +335,57 @@ describe('openLockManager (PostgreSQL)', function () {
       await h.done;
     });
 
+    // A queued request aborted while its call is held in the database (its
+    // name's row locked by another connection), then the lock before it
+    // released, an ifAvailable request and a query(), all by the same agent.
+    async function abortBeforeLater(m, scope) {
+      const h = holdOn(m, 'x');
+      await h.granted;
+      const blocker = new pg.Client(url);
+      await blocker.connect();
+      try {
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT FROM web_locks.names WHERE scope = $1 FOR UPDATE', [scope]);
+        const controller = new AbortController();
+        const aborted = m.request('x', { signal: controller.signal }, () => 'never');
+        await blockedBy(blocker, 1);
+        controller.abort();
+        await assert.rejects(aborted, { name: 'AbortError' });
+        h.release();
+        // (Its release call is made in microtasks.)
+        await new Promise((resolve) => setImmediate(resolve));
+        const available = m.request('x', { ifAvailable: true }, (lock) => lock && lock.name);
+        const snapshot = m.query();
+        await blocker.query('COMMIT');
+        await h.done;
+        assert.equal(await available, 'x');
+        assert.deepEqual(only(await snapshot, 'x').pending, []);
+      } finally {
+        await blocker.end();
+      }
+    }
+
+    it('an abort reaches the database when the signal fires, before the agent\'s later calls, even while its request\'s call is on the way', async function () {
+      const scope = scopeName('abort-first');
+      await abortBeforeLater(await open(scope), scope);
+    });
+
+    it('through a pg.Pool too: an abort reaches the database before the agent\'s later calls', async function () {
+      // One connection: the pool sends in order what it is given. More: it
+      // would send the later calls beside the held one.
+      for (const max of [1, 4]) {
+        const pool = new pg.Pool({ connectionString: url, max });
+        try {
+          const scope = scopeName('abort-first-pool');
+          const m = await open(scope, { postgres: pool });
+          await abortBeforeLater(m, scope);
+          await m.close();
+        } finally {
+          await pool.end();
+        }
+      }
+    });
+
     it('gives every grant a fencing token greater than every earlier one, across agents, a thief included', async function () {
       const scope = scopeName('token');
       const [a, b] = await Promise.all([open(scope), open(scope)]);
