@@ -129,10 +129,13 @@ export declare function openLockManager (scope: string, options: PostgresLockMan
 
 /**
  * The SQL that creates the PostgreSQL manager's schema (default
- * `web_locks`), for a database owner to run where the role that uses it
- * may not create it.
+ * `web_locks`), for a database owner to run (as one query: it is then one
+ * transaction) where the role that uses it may not create it; with
+ * `layout`, the SQL that migrates a schema of that older layout instead (an
+ * `EACCES` error of openLockManager names it). Throws a RangeError for a
+ * layout this version does not know.
  */
-export declare function postgresSchema (schema?: string): string
+export declare function postgresSchema (schema?: string, layout?: number): string
 
 /**
  * Contention figures for one lock name, counted on this thread for the

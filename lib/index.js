@@ -589,10 +589,11 @@ for (const [Class, members] of [[LockManager, ['request', 'query', 'close']], [L
 
 const locks = new LockManager(kToken, processBackend(binding))
 
-// The SQL that creates the PostgreSQL manager's schema, for a database
-// owner to run where the role that uses it may not create it.
-function postgresSchema (schema) {
-  return schemaSQL(schema)
+// The SQL that creates the PostgreSQL manager's schema (or migrates it from
+// an older layout), for a database owner to run where the role that uses
+// it may not.
+function postgresSchema (schema, layout = 0) {
+  return schemaSQL(schema, layout)
 }
 
 module.exports = { locks, LockManager, Lock, monitorContention, openLockManager, postgresSchema }

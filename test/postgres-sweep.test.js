@@ -73,7 +73,7 @@ describe('openLockManager (PostgreSQL): sweeps', function () {
     // Four ended agents, in id order: their requests are on n1, n2, n1, n2.
     const agents = [];
     for (const n of ['n1', 'n2', 'n1', 'n2']) {
-      const { rows } = await admin.query(`INSERT INTO ${q}.agents (id, scope, client_id, pid) VALUES (nextval('${q}.agent_ids'), $1, $2, 0) RETURNING id`, [scope, `ended-${agents.length}`]);
+      const { rows } = await admin.query(`INSERT INTO ${q}.agents (id, scope, client_id, pid, channel) VALUES (nextval('${q}.agent_ids'), $1, $2, 0, $2) RETURNING id`, [scope, `ended-${agents.length}`]);
       const id = rows[0].id;
       await admin.query(`SELECT ${q}.request($1, 1, $2, $3, false, false, false, true)`, [id, scope, name(n)]);
       agents.push(id);

@@ -59,6 +59,18 @@ describe('openLockManager (PostgreSQL)', function () {
     }
   }
 
+  // Resolves once n backends wait for a lock that `blocker` holds. Polled:
+  // no event says it.
+  async function blockedBy(blocker, n) {
+    const deadline = Date.now() + 10000;
+    for (;;) {
+      const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))', [blocker.processID]);
+      if (rows[0].n >= n) return;
+      if (Date.now() > deadline) throw new Error(`${rows[0].n} backends waiting, not ${n}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
   describe('opening', function () {
     it('gives a LockManager; each open is a new agent with its own clientId', async function () {
       const scope = scopeName('open');
@@ -124,10 +136,64 @@ describe('openLockManager (PostgreSQL)', function () {
       await admin.query(`UPDATE "${schema}".meta SET value = '99' WHERE key = 'layout'`);
       await assert.rejects(openLockManager('s', { postgres: url, schema }), (err) => {
         assert.equal(err.code, 'ELAYOUT');
-        assert.match(err.message, /layout 99.*layout 1/);
+        assert.match(err.message, /layout 99.*layout 2/);
         return true;
       });
       await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
+    });
+
+    it('migrates a schema of layout 1 with a live agent in it: that agent keeps its channel, and is robbed and granted on it', async function () {
+      const { schemaSQL, schemaKey } = require('../lib/manager-postgres.js');
+      const schema = `wl_upgrade_${process.pid}`;
+      const scope = scopeName('upgrade');
+      const key = schemaKey(schema);
+      await admin.query(schemaSQL(schema, 0, 1));
+      // An agent of layout 1: its life lock, its row, its channel, and a
+      // lock held in a name's row.
+      const old = new pg.Client(url);
+      await old.connect();
+      try {
+        const { rows } = await old.query(`INSERT INTO "${schema}".agents (id, scope, client_id, pid)
+          VALUES (nextval('"${schema}".agent_ids'), $1, 'old', pg_backend_pid()) RETURNING id`, [scope]);
+        const id = rows[0].id;
+        await old.query('SELECT pg_advisory_lock($1, $2)', [key, id]);
+        await old.query(`LISTEN "web_locks.${key}.${id}"`);
+        await old.query(`INSERT INTO "${schema}".names (scope, digest, name, held, exclusive, holder_agent, holder_local, holder_token, holder_shared)
+          VALUES ($1, sha256($2), $2, 1, true, $3, 1, nextval('"${schema}".tokens'), false)`, [scope, Buffer.from('x', 'utf16le'), id]);
+        // What it is notified on its channel, by payload.
+        const notified = (pattern) => new Promise((resolve) => {
+          const listener = (message) => {
+            if (!pattern.test(message.payload)) return;
+            old.off('notification', listener);
+            resolve(message);
+          };
+          old.on('notification', listener);
+        });
+        // It watches the agent that joins next: told so.
+        const watching = notified(/^r$/);
+        const m = await open(scope, { schema });
+        assert.equal((await watching).channel, `web_locks.${key}.${id}`);
+        const meta = await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'layout'`);
+        assert.equal(meta.rows[0].value, '2');
+        assert.deepEqual(only(await m.query(), 'x').held.map((i) => i.clientId), ['old']);
+        const robbed = notified(/^1 s$/);
+        assert.equal(await m.request('x', { steal: true }, (lock) => lock.name), 'x');
+        assert.equal((await robbed).channel, `web_locks.${key}.${id}`);
+        // Queued behind a lock of the new agent, granted on the old channel.
+        const h = holdOn(m, 'y');
+        await h.granted;
+        await old.query(`SELECT "${schema}".request($1, 2, $2, $3, false, false, false, false)`, [id, scope, Buffer.from('y', 'utf16le')]);
+        const granted = notified(/^2 g [0-9]+$/);
+        h.release();
+        await h.done;
+        assert.equal((await granted).channel, `web_locks.${key}.${id}`);
+        await old.query(`SELECT "${schema}".leave($1)`, [id]);
+        assert.deepEqual(await m.query(), { held: [], pending: [] });
+        await m.close();
+      } finally {
+        await old.end();
+        await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
+      }
     });
 
     it('tells a role without rights what to grant, and works once the owner made the schema and granted them', async function () {
@@ -267,6 +333,57 @@ describe('openLockManager (PostgreSQL)', function () {
       assert.equal(only(await a.query(), 'x').pending.length, 0);
       h.release();
       await h.done;
+    });
+
+    // A queued request aborted while its call is held in the database (its
+    // name's row locked by another connection), then the lock before it
+    // released, an ifAvailable request and a query(), all by the same agent.
+    async function abortBeforeLater(m, scope) {
+      const h = holdOn(m, 'x');
+      await h.granted;
+      const blocker = new pg.Client(url);
+      await blocker.connect();
+      try {
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT FROM web_locks.names WHERE scope = $1 FOR UPDATE', [scope]);
+        const controller = new AbortController();
+        const aborted = m.request('x', { signal: controller.signal }, () => 'never');
+        await blockedBy(blocker, 1);
+        controller.abort();
+        await assert.rejects(aborted, { name: 'AbortError' });
+        h.release();
+        // (Its release call is made in microtasks.)
+        await new Promise((resolve) => setImmediate(resolve));
+        const available = m.request('x', { ifAvailable: true }, (lock) => lock && lock.name);
+        const snapshot = m.query();
+        await blocker.query('COMMIT');
+        await h.done;
+        assert.equal(await available, 'x');
+        assert.deepEqual(only(await snapshot, 'x').pending, []);
+      } finally {
+        await blocker.end();
+      }
+    }
+
+    it('an abort reaches the database when the signal fires, before the agent\'s later calls, even while its request\'s call is on the way', async function () {
+      const scope = scopeName('abort-first');
+      await abortBeforeLater(await open(scope), scope);
+    });
+
+    it('through a pg.Pool too: an abort reaches the database before the agent\'s later calls', async function () {
+      // One connection: the pool sends in order what it is given. More: it
+      // would send the later calls beside the held one.
+      for (const max of [1, 4]) {
+        const pool = new pg.Pool({ connectionString: url, max });
+        try {
+          const scope = scopeName('abort-first-pool');
+          const m = await open(scope, { postgres: pool });
+          await abortBeforeLater(m, scope);
+          await m.close();
+        } finally {
+          await pool.end();
+        }
+      }
     });
 
     it('gives every grant a fencing token greater than every earlier one, across agents, a thief included', async function () {
@@ -473,6 +590,46 @@ describe('openLockManager (PostgreSQL)', function () {
       h.release();
       await Promise.all(waiting);
       await h.done;
+    });
+
+    it('times its keepalive on a monotonic clock: a step of the wall clock back stops no keepalive, one forward during a call ends no session', async function () {
+      this.timeout(20000);
+      const keepalive = 2400;
+      const scope = scopeName('clock');
+      const m = await open(scope, { keepalive });
+      const h = holdOn(m, 'x');
+      await h.granted;
+      let lost = false;
+      h.done.catch(() => { lost = true; });
+      const now = Date.now;
+      let step = 0;
+      Date.now = () => now() + step;
+      const blocker = new pg.Client(url);
+      try {
+        // Back an hour: the server ends a session silent for keepalive.
+        step = -3600e3;
+        await new Promise((resolve) => setTimeout(resolve, keepalive * 1.5));
+        assert.equal(lost, false);
+        assert.equal(only(await m.query(), 'x').held.length, 1);
+        // Forward an hour while a call waits in the database, for less than
+        // keepalive but past a keepalive tick (a third of it).
+        step = 0;
+        await blocker.connect();
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT FROM web_locks.names WHERE scope = $1 FOR UPDATE', [scope]);
+        const call = m.request('x', { ifAvailable: true }, (lock) => lock);
+        await blockedBy(blocker, 1);
+        step = 3600e3;
+        await new Promise((resolve) => setTimeout(resolve, keepalive / 2));
+        await blocker.query('COMMIT');
+        assert.equal(await call, null);
+        assert.equal(lost, false);
+        h.release();
+        await h.done;
+      } finally {
+        Date.now = now;
+        await blocker.end();
+      }
     });
 
     it('sends its calls on the session one at a time itself: many at once draw no warning from pg', function () {
