@@ -78,13 +78,7 @@ function hostBackend (binding, handle, file) {
         throw translate(error)
       }
     },
-    release (id) {
-      try {
-        return release(id)
-      } catch (error) {
-        throw translate(error)
-      }
-    },
+    release,
     abort,
     query () {
       try {
@@ -93,7 +87,8 @@ function hostBackend (binding, handle, file) {
         throw translate(error)
       }
     },
-    close: () => close(handle)
+    close: () => close(handle),
+    translate
   })
   backend.file = file
   backend.failure = () => damaged(file)

@@ -28,7 +28,8 @@ const { IO_RESULT } = require('./events.js')
 const { PromiseResolve } = require('./intrinsics.js')
 
 // A backend on the core: the native calls `ops` ({ request(name, how),
-// release(id), abort(id), query(), close() if the agent can leave }) of the
+// release(id), abort(id), query(), close() if the agent can leave, and
+// translate(error) for the errors a release can throw, if it can }) of the
 // binding whose table and io the requests go through.
 function nativeBackend ({ requests, io }, ops) {
   const backend = {
@@ -51,7 +52,7 @@ function nativeBackend ({ requests, io }, ops) {
       try {
         return ops.release(request.id)
       } catch (error) {
-        return PromiseResolve(error)
+        return PromiseResolve(ops.translate === undefined ? error : ops.translate(error))
       }
     },
     abort (request) {

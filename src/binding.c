@@ -286,10 +286,12 @@ static void wlb__fail(wlb_thread_t *t, wl_agent_t *agent,
 static int wlb__deliver(wlb_thread_t *t, wl_agent_t *agent,
                         const unsigned char *closed, napi_value fn,
                         unsigned *budget) {
+  /* The process-wide manager's memory is the process's own: never damaged. */
+  int shared = agent != &t->agent;
   wl_request_t *req;
   unsigned events;
 
-  if (wl_agent_status(agent) != 0) {
+  if (shared && wl_agent_status(agent) != 0) {
     wlb__fail(t, agent, closed, fn);
     return 1;
   }
@@ -311,7 +313,7 @@ static int wlb__deliver(wlb_thread_t *t, wl_agent_t *agent,
       return 0;
     }
   }
-  if (!*closed && wl_agent_status(agent) != 0)
+  if (shared && !*closed && wl_agent_status(agent) != 0)
     wlb__fail(t, agent, closed, fn);
   return 1;
 }

@@ -8,6 +8,7 @@
  * WL__SHARED(m) a constant: the process-wide manager's copy has no checks,
  * walk budgets or recovery keys, a shared manager's has them all. What it
  * exports is one table of functions, WL__OPS. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,15 +34,23 @@ static int wl__done(wl_manager_t *m, int rc) {
  * none. (A grant's key is its token, which every manager gives.) */
 static uint64_t wl__stamp(wl_manager_t *m) { return ++WL__HDR(m)->stamp; }
 
-/* Wakes an agent's thread: its notify callback in this process, found in
- * the process's table by the index its record carries (checked: it must
- * name a handle of that record), its FIFO in another. */
+/* How a record names its handle (`local`): in a shared manager, by an
+ * index into a table of the process's own, checked before use; in the
+ * process-wide one, whose region is this process's memory that only this
+ * code writes, by the handle's address. */
+#define HANDLE_OF(m, local, table, type)                                       \
+  (WL__SHARED(m) ? (type *)wl__table_get(table, local)                        \
+                 : (type *)(uintptr_t)(local))
+
+/* Wakes an agent's thread: its notify callback in this process (checked,
+ * in a shared manager: the handle its record names must have that record),
+ * its FIFO in another. */
 static void wl__notify(wl_manager_t *m, wl_off_t a) {
   wl__agent_t *agent = AGENT(m, a);
   wl_agent_t *handle;
 
   if (!WL__SHARED(m)) {
-    handle = wl__table_get(&m->agents, agent->local);
+    handle = HANDLE_OF(m, agent->local, &m->agents, wl_agent_t);
     handle->notify(handle);
     return;
   }
@@ -49,13 +58,11 @@ static void wl__notify(wl_manager_t *m, wl_off_t a) {
     wl__wake(m, a);
     return;
   }
-  pthread_mutex_lock(&m->agents_mutex);
-  handle = wl__table_get(&m->agents, agent->local);
+  handle = HANDLE_OF(m, agent->local, &m->agents, wl_agent_t);
   if (handle != NULL && handle->off == a)
     handle->notify(handle);
   else
     wl__damaged(m);
-  pthread_mutex_unlock(&m->agents_mutex);
 }
 
 /* Whether the agent's record is still the one it was given. A shared
@@ -74,27 +81,37 @@ static int wl__agent_live(wl_manager_t *m, const wl_agent_t *agent) {
 static int wl__agents_put(wl_manager_t *m, wl_agent_t *agent) {
   int rc;
 
-  if (WL__SHARED(m))
-    pthread_mutex_lock(&m->agents_mutex);
+  if (!WL__SHARED(m))
+    return 0;
+  pthread_mutex_lock(&m->agents_mutex);
   rc = wl__table_put(&m->agents, agent, &agent->local);
-  if (WL__SHARED(m))
-    pthread_mutex_unlock(&m->agents_mutex);
+  pthread_mutex_unlock(&m->agents_mutex);
   return rc;
 }
 
 static void wl__agents_drop(wl_manager_t *m, wl_agent_t *agent) {
-  if (WL__SHARED(m))
-    pthread_mutex_lock(&m->agents_mutex);
+  if (!WL__SHARED(m))
+    return;
+  pthread_mutex_lock(&m->agents_mutex);
   if (wl__table_get(&m->agents, agent->local) == agent)
     wl__table_drop(&m->agents, agent->local);
-  if (WL__SHARED(m))
-    pthread_mutex_unlock(&m->agents_mutex);
+  pthread_mutex_unlock(&m->agents_mutex);
 }
 
-/* A request's handle leaves its agent's table once its record is gone. */
+/* A request's handle takes a slot of its agent's table while it has a
+ * record, in a shared manager. */
+static int wl__slot(wl_manager_t *m, wl_request_t *req) {
+  (void)m; /* WL__SHARED(m) is a constant */
+  if (!WL__SHARED(m))
+    return 0;
+  return wl__table_put(&req->agent->requests, req, &req->local);
+}
+
 static void wl__unslot(wl_request_t *req) {
   wl__table_t *t = &req->agent->requests;
 
+  if (!WL__SHARED(req->agent->m))
+    return;
   if (wl__table_get(t, req->local) == req)
     wl__table_drop(t, req->local);
 }
@@ -280,7 +297,7 @@ static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
   wl__list_init(m, AT(off, wl__agent_t, held));
   wl__list_init(m, AT(off, wl__agent_t, stolen));
   wl__list_init(m, AT(off, wl__agent_t, mail));
-  a->local = agent->local;
+  a->local = WL__SHARED(m) ? agent->local : (uint64_t)(uintptr_t)agent;
   a->owner = m->self;
   if (m->self != 0)
     wl__list_append(m, AT(m->self, wl__owner_t, agents),
@@ -377,10 +394,15 @@ static void wl__agent_close(wl_agent_t *agent) {
       wl__close_agent(m, agent->off);
     wl__agents_drop(m, agent);
     wl__unlock(m);
-  } else {
+  } else if (WL__SHARED(m)) {
+    /* Damaged: no operation starts any more, but one that started before
+     * may still notify this agent; it holds the mutex, which is waited for
+     * (with whatever state it is in) before the agent leaves the table. */
+    int rc = pthread_mutex_lock(m->mutex);
     wl__agents_drop(m, agent);
-    if (WL__SHARED(m))
-      wl__wake_close(m, agent->off, agent->gen, agent->wake_fd);
+    if (rc == 0 || rc == EOWNERDEAD)
+      pthread_mutex_unlock(m->mutex);
+    wl__wake_close(m, agent->off, agent->gen, agent->wake_fd);
   }
   wl__table_free(&agent->requests);
 }
@@ -395,7 +417,7 @@ static wl_request_t *wl__agent_next(wl_agent_t *agent, unsigned *events) {
   if (!wl__list_empty(m, mail)) {
     wl_off_t r = REQ_OF(WL__LINK(m, mail)->next, mlink);
     wl__req_t *req = REQ(m, r);
-    handle = wl__table_get(&agent->requests, req->local);
+    handle = HANDLE_OF(m, req->local, &agent->requests, wl_request_t);
     /* The record must name a request of this agent that has that record. */
     if (WL__SHARED(m) && (handle == NULL || handle->off != r ||
                           handle->gen != wl__block(m, r)->gen)) {
@@ -467,7 +489,7 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
     wl__damaged(m);
     return wl__done(m, WL_ECORRUPT);
   }
-  if (wl__table_put(&agent->requests, req, &req->local) != 0)
+  if (wl__slot(m, req) != 0)
     return wl__done(m, WL_ENOMEM);
   r = wl__alloc(m, WL__REQUEST, sizeof(*rec));
   if (r == 0 && wl__drop_idle(m))
@@ -479,7 +501,7 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
   }
   rec = REQ(m, r);
   rec->agent = agent->off;
-  rec->local = req->local;
+  rec->local = WL__SHARED(m) ? req->local : (uint64_t)(uintptr_t)req;
   rec->mode = (uint16_t)mode;
   req->off = r;
   req->gen = wl__block(m, r)->gen;

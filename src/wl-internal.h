@@ -73,7 +73,8 @@ typedef struct {
   wl__link_t stolen; /* its stolen requests, until it releases them */
   wl__link_t mail;   /* its requests with undelivered events */
   wl__link_t olink;  /* in its owner's agents (a shared manager's) */
-  /* Its wl_agent_t's index in its process's table (wl_manager_t.agents). */
+  /* Its wl_agent_t: an index into its process's table (wl_manager_t.agents);
+   * in the process-wide manager, the address (see HANDLE_OF, wl-core.c). */
   uint64_t local;
   wl_off_t owner;    /* its owner's record; 0 in the process-wide manager */
   uint32_t closing;  /* wl_agent_close() runs: no mail, no notify */
@@ -93,7 +94,8 @@ typedef struct {
   wl__link_t mlink; /* in its agent's mail when it has events */
   wl_off_t agent;
   wl_off_t name;
-  /* Its wl_request_t's index in its agent's table (wl_agent_t.requests). */
+  /* Its wl_request_t: an index into its agent's table (wl_agent_t.requests);
+   * in the process-wide manager, the address. */
   uint64_t local;
   /* Its stamp when made, negated for a steal: its place in its name's queue
    * (a steal goes first), and as |qkey| in its agent's (request order). */
@@ -185,10 +187,11 @@ struct wl_manager_s {
    * its agents, notified directly, from other processes', woken through
    * their FIFOs (wl-wake.c). */
   wl_off_t self;
-  /* This process's agents of the manager, by the index their records carry.
-   * Guarded by the manager's mutex and, for a shared manager, also by
-   * agents_mutex: a damaged manager's mutex is not taken any more, and its
-   * agents still leave and are still told (wl__announce). */
+  /* This process's agents of a shared manager, by the index their records
+   * carry. Changed under the manager's mutex (a damaged manager's agent
+   * leaving waits for it too) and agents_mutex; read under either: notify
+   * holds the mutex, and a damaged manager's agents are told under
+   * agents_mutex alone (wl__tell_agents). */
   wl__table_t agents;
   pthread_mutex_t agents_mutex;
   int probe_fd; /* a second open file, to test other owners' locks */

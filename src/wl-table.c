@@ -7,7 +7,7 @@
  * uintptr_t on every platform, and a record stores it in 64 bits. */
 #define WL__TABLE_MAX ((uint32_t)1 << 30)
 
-static int wl__table_grow(wl__table_t *t) {
+int wl__table_grow(wl__table_t *t) {
   uint32_t cap = t->cap ? t->cap * 2 : 8, i;
   uintptr_t *slots;
 
@@ -24,23 +24,6 @@ static int wl__table_grow(wl__table_t *t) {
   t->slots = slots;
   t->cap = cap;
   return 0;
-}
-
-int wl__table_put(wl__table_t *t, void *p, uint32_t *index) {
-  uint32_t i;
-
-  if (t->free == 0 && wl__table_grow(t) != 0)
-    return WL_ENOMEM;
-  i = t->free - 1;
-  t->free = (uint32_t)(t->slots[i] >> 1);
-  t->slots[i] = (uintptr_t)p;
-  *index = i;
-  return 0;
-}
-
-void wl__table_drop(wl__table_t *t, uint32_t index) {
-  t->slots[index] = (uintptr_t)t->free << 1 | 1;
-  t->free = index + 1;
 }
 
 void wl__table_free(wl__table_t *t) {

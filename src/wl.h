@@ -11,10 +11,12 @@
  * non-empty. The agent drains its mailbox on its own thread.
  *
  * Records: agents and requests live in the region; the caller's wl_agent_t
- * and wl_request_t are handles to them. A record names its handle by an
- * index into a table of the process's own (its manager's agents, its
- * agent's requests), never by a pointer: another process may have written
- * anything in a shared region. A request's record exists from
+ * and wl_request_t are handles to them. A shared manager's record names its
+ * handle by an index into a table of the process's own (its manager's
+ * agents, its agent's requests), never by a pointer: another process may
+ * have written anything in the region. (The process-wide manager's records,
+ * in memory that only this code writes, hold the address.) A request's
+ * record exists from
  * wl_request() until it is released (wl_release), aborted (wl_abort returned
  * 1), delivered as WL_EV_UNAVAILABLE, or its agent closed; a handle used after
  * that finds nothing (release and abort return 0). The caller's handles must
@@ -31,7 +33,6 @@
 #include <sys/types.h>
 
 #include "wl-list.h"
-#include "wl-table.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,6 +72,8 @@ enum {
 #endif
 
 #define WL_CLIENT_ID_MAX 64
+
+#include "wl-table.h"
 
 typedef struct wl_manager_s wl_manager_t;
 typedef struct wl_agent_s wl_agent_t;
