@@ -10,7 +10,7 @@ const childProcess = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { api, PKG } = require('./fixtures/util');
+const { api, openToOthers, PKG } = require('./fixtures/util');
 
 const linux = process.platform === 'linux';
 const root = linux && process.getuid() === 0;
@@ -60,16 +60,6 @@ function untilSaid(child, output, text) {
 function pending(context, reason) {
   context.test.title += ` (pending: ${reason})`;
   context.skip();
-}
-
-// Whether another user can reach and read (or run) the file at p.
-function openToOthers(p) {
-  const real = fs.realpathSync(p);
-  if ((fs.statSync(real).mode & 0o004) === 0) return false;
-  for (let dir = path.dirname(real); ; dir = path.dirname(dir)) {
-    if ((fs.statSync(dir).mode & 0o001) === 0) return false;
-    if (dir === path.dirname(dir)) return true;
-  }
 }
 
 (linux ? describe : describe.skip)('openLockManager (machine-wide) under hostile and unlucky conditions', function () {

@@ -7,21 +7,10 @@ const childProcess = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { api, uniq, scopeName, holdOn, only, isDOMException, PKG } = require('./fixtures/util');
+const { api, uniq, scopeName, holdOn, only, isDOMException, openToOthers, PKG } = require('./fixtures/util');
 const { spawnAgent, spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 
 const linux = process.platform === 'linux';
-
-// Whether another user can reach and read (or run) the file at p: every
-// directory above it searchable by others, and it readable by them.
-function openToOthers(p) {
-  const real = fs.realpathSync(p);
-  if ((fs.statSync(real).mode & 0o004) === 0) return false;
-  for (let dir = path.dirname(real); ; dir = path.dirname(dir)) {
-    if ((fs.statSync(dir).mode & 0o001) === 0) return false;
-    if (dir === path.dirname(dir)) return true;
-  }
-}
 
 (linux ? describe : describe.skip)('openLockManager (machine-wide)', function () {
   this.timeout(20000);

@@ -30,6 +30,19 @@ static wl__agent_t *agent_rec_of(wl_manager_t *m, const wl_agent_t *a) {
   return (wl__agent_t *)(m->base + a->off);
 }
 
+/* A new manager whose agent a holds x and waits for it again (w). */
+static wl_manager_t *hold_and_wait(wl_agent_t *a, wl_request_t *h,
+                                   wl_request_t *w) {
+  wl_manager_t *m;
+
+  tshm_path(path, sizeof(path), "hostile");
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, a, ID("a"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(a, h, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl_request(a, w, NAME("x"), WL_EXCLUSIVE, 0));
+  return m;
+}
+
 /* a holds x, b waits for it; `forge` writes into the file; then a lets go,
  * which grants x to b. b must find the damage, not follow what it read. */
 static void expect_grant_refused(const char *what,
@@ -134,11 +147,7 @@ static void test_snapshot_changed_between_walks(void) {
   wl_request_t h, w;
   wl_snapshot_t snap;
 
-  tshm_path(path, sizeof(path), "hostile");
-  m = tsegment_open(path, SIZE);
-  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
-  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &h, NAME("x"), WL_EXCLUSIVE, 0));
-  ASSERT_EQ(0, wl_request(&a, &w, NAME("x"), WL_EXCLUSIVE, 0));
+  m = hold_and_wait(&a, &h, &w);
   looped = m;
   loop_at = &w;
   wl__fault_hook = loop_queue;
@@ -317,11 +326,7 @@ static void test_misaligned_offsets(void) {
   wl_request_t h, w;
   unsigned events;
 
-  tshm_path(path, sizeof(path), "hostile");
-  m = tsegment_open(path, SIZE);
-  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
-  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &h, NAME("x"), WL_EXCLUSIVE, 0));
-  ASSERT_EQ(0, wl_request(&a, &w, NAME("x"), WL_EXCLUSIVE, 0));
+  m = hold_and_wait(&a, &h, &w);
   rec_of(m, &w)->name += 1;
   rec_of(m, &w)->qlink.next += 3;
   wl_release(&h);
