@@ -271,10 +271,9 @@ class LockRequest {
   }
 
   // Its manager was closed or found damaged, or its agent ended (a
-  // PostgreSQL session lost):
-  // the backend has dropped it (spec 2.6), so its promise rejects, as after
-  // a steal, with an AbortError unless the backend gives another error, and
-  // its callback never runs.
+  // PostgreSQL session lost): the backend has dropped it (spec 2.6), so its
+  // promise rejects, as after a steal, with an AbortError unless the backend
+  // gives another error, and its callback never runs.
   drop (error) {
     this.backend.forget(this)
     this.dropped = true
