@@ -988,6 +988,18 @@ static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
 
 #endif
 
+/* hasRef() of the thread's async resource: whether a request waits, which
+ * is when the thread's handle keeps its loop alive. Tools that list what
+ * keeps a process running (jest's --detectOpenHandles) ask it. */
+static napi_value wlb_has_ref(napi_env env, napi_callback_info info) {
+  napi_value result;
+  wlb_thread_t *t;
+
+  WLB_CALL(env, napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&t));
+  WLB_CALL(env, napi_get_boolean(env, t->waiting > 0, &result));
+  return result;
+}
+
 static napi_value wlb__define(napi_env env, napi_value exports,
                               wlb_thread_t *t) {
   napi_property_descriptor props[] = {
@@ -1011,7 +1023,7 @@ static napi_value wlb__define(napi_env env, napi_value exports,
 
 NAPI_MODULE_INIT() {
   wlb_thread_t *t = wlb__self;
-  napi_value resource, resource_name, existing;
+  napi_value resource, resource_name, existing, has_ref;
   uv_loop_t *loop;
 
   /* One agent per thread however often the addon is loaded: a test runner's
@@ -1032,7 +1044,10 @@ NAPI_MODULE_INIT() {
   t->env = env;
   t->loop = loop;
   t->thread = pthread_self();
-  if (napi_create_reference(env, exports, 1, &t->exports) != napi_ok) {
+  if (napi_create_function(env, "hasRef", NAPI_AUTO_LENGTH, wlb_has_ref, t,
+                           &has_ref) != napi_ok ||
+      napi_set_named_property(env, resource, "hasRef", has_ref) != napi_ok ||
+      napi_create_reference(env, exports, 1, &t->exports) != napi_ok) {
     free(t);
     wlb__throw_last(env);
     return NULL;

@@ -179,5 +179,26 @@ describe('keeping threads alive', function () {
       assert.equal(r.code, 0, r.stderr);
       assert.equal(r.stdout.trim(), 'main granted');
     });
+
+    it("the thread's async resource says it keeps the loop alive (hasRef()) exactly while a request waits", async function () {
+      // As jest's --detectOpenHandles asks every async resource still there.
+      const r = await runNode(`
+        const asyncHooks = require('node:async_hooks');
+        let resource;
+        asyncHooks.createHook({ init(id, type, trigger, r) { if (type === 'WebLocks') resource = r; } }).enable();
+        const { locks } = require(process.env.PKG);
+        const seen = [resource.hasRef()];
+        process.on('exit', () => console.log(JSON.stringify(seen)));
+        locks.request('x', () => {
+          seen.push(resource.hasRef());
+          locks.request('x', () => { seen.push(resource.hasRef()); });
+          seen.push(resource.hasRef());
+          return new Promise((r) => setImmediate(r));
+        });
+      `);
+      assert.equal(r.code, 0, r.stderr);
+      // Nothing, a held lock, a waiting request, and that request granted.
+      assert.deepEqual(JSON.parse(r.stdout), [false, false, true, false]);
+    });
   });
 });

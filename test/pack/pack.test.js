@@ -167,11 +167,12 @@ describe('the packed package', function () {
     if (tmp && !process.env.WEB_LOCKS_KEEP_TMP) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('holds a stripped Node-API prebuild for this platform, the ES module and type files, and no build output', function () {
+  it('holds a stripped Node-API prebuild for this platform, the ES module and type files, the SQL and the license, and no build output', function () {
     const prebuilds = files.filter((f) => f.startsWith('prebuilds/'));
     assert.deepEqual(prebuilds, [`${PREBUILD_DIR}/${PREBUILD}`], 'one Node-API prebuild, named for no particular Node ABI, tagged glibc');
     for (const f of ['lib/index.js', 'lib/index.mjs', 'lib/polyfill.js', 'lib/polyfill.mjs', 'polyfill.js',
-      'index.d.ts', 'index.d.mts', 'polyfill.d.ts', 'polyfill.d.mts', 'binding.gyp', 'src/binding.c', 'package.json']) {
+      'index.d.ts', 'index.d.mts', 'polyfill.d.ts', 'polyfill.d.mts', 'binding.gyp', 'src/binding.c', 'package.json',
+      'lib/postgres-schema.sql', 'lib/postgres-migrations/001-layout-1.sql', 'lib/postgres-migrations/002-agent-channels.sql', 'LICENSE']) {
       assert.ok(files.includes(f), `${f} is in the tarball`);
     }
     assert.deepEqual(files.filter((f) => /^(build|test|scripts|bench|node_modules)\//.test(f)), []);

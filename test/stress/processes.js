@@ -545,7 +545,11 @@ async function runProcessStress(opts = {}) {
     const restartTimes = Array.from({ length: restarts }, (_, k) => started + ((k + 1) * seconds * 1000) / (restarts + 1));
     const restartDue = () => (restartAt ? restartAt.length > 0 && stats.steps >= restartAt[0] : restartTimes.length > 0 && Date.now() >= restartTimes[0]);
 
-    while (Date.now() < deadline || (restartAt ? restartAt.length > 0 : restartTimes.length > 0)) {
+    // At least minSteps steps however long they take: a loaded machine (or
+    // a slower Node) makes fewer in the time, and a short run must still
+    // bring enough of each kind of step to mean something.
+    const minSteps = opts.minSteps || 0;
+    while (Date.now() < deadline || stats.steps < minSteps || (restartAt ? restartAt.length > 0 : restartTimes.length > 0)) {
       while (live.size < count) await spawn();
       if (restartDue()) {
         if (restartAt) restartAt.shift();
@@ -602,7 +606,8 @@ async function runProcessStress(opts = {}) {
   } catch (error) {
     if (error instanceof Error) {
       const rerun = ['node test/stress/run.js', opts.postgres ? '--postgres' : '', opts.cut ? '--cut' : '', `--processes ${count}`,
-        `--seed ${seed}`, `--seconds ${seconds}`, restarts > 0 || opts.restartAt ? `--restart-at ${restartSteps.join(',') || 'none'}` : '']
+        `--seed ${seed}`, `--seconds ${seconds}`, opts.minSteps ? `--min-steps ${opts.minSteps}` : '',
+        restarts > 0 || opts.restartAt ? `--restart-at ${restartSteps.join(',') || 'none'}` : '']
         .filter(Boolean).join(' ');
       error.message = `${error.message}\n(seed ${seed}, step ${stats.steps}; rerun: ${rerun})\n${JSON.stringify(stats)}\n--- last operations ---\n${trace.join('\n')}`;
     }

@@ -2,7 +2,7 @@
 'use strict';
 // The stress test from the command line:
 //   node test/stress/run.js [--seconds N] [--seed S] [--threads K] [--quiet] [--verbose] [--no-model]
-//   node test/stress/run.js --processes K [--seconds N] [--seed S] [--quiet]
+//   node test/stress/run.js --processes K [--seconds N] [--min-steps M] [--seed S] [--quiet]
 //   node test/stress/run.js --postgres --processes K [--seconds N] [--seed S] [--restarts R | --restart-at S1,S2] [--cut] [--quiet]
 // (`npm run stress -- --seconds 60`). --no-model skips the replay through the
 // reference model, leaving the threads' own checks (to show they catch bugs).
@@ -31,6 +31,7 @@ function parse(argv) {
     else if (a === '--seed') opts.seed = value();
     else if (a === '--threads') opts.threads = value();
     else if (a === '--processes') opts.processes = value();
+    else if (a === '--min-steps') opts.minSteps = value();
     else if (a === '--postgres') opts.postgres = true;
     else if (a === '--cut') opts.cut = true;
     else if (a === '--restarts') opts.restarts = value();
@@ -42,9 +43,10 @@ function parse(argv) {
     else if (a === '--verbose') opts.verbose = true;
     else if (a === '--no-model') opts.model = false; // only the in-thread checks
 
-    else throw new Error(`unknown argument ${a} (use --seconds N, --seed S, --threads K or --processes K [--postgres [--restarts R] [--cut]], --quiet)`);
+    else throw new Error(`unknown argument ${a} (use --seconds N, --seed S, --threads K or --processes K [--min-steps M] [--postgres [--restarts R] [--cut]], --quiet)`);
   }
   if ((opts.cut || opts.restarts !== undefined || opts.restartAt) && !opts.postgres) throw new Error('--cut, --restarts and --restart-at go with --postgres');
+  if (opts.minSteps !== undefined && !opts.processes) throw new Error('--min-steps goes with --processes');
   if (opts.postgres && !opts.processes) opts.processes = 4;
   return opts;
 }
