@@ -150,6 +150,20 @@ describe('polyfill', function () {
       assert.deepEqual(r, { installed: true, sameObject: true, userAgent: 'test-agent', same: true });
     });
 
+    it('installs where navigator.locks is null, as a DOM environment\'s getter may say (happy-dom)', async function () {
+      const r = await inFreshWorker(`
+        class Navigator { get locks() { return null; } }
+        Object.defineProperty(globalThis, 'navigator', { value: new Navigator(), configurable: true, writable: true });
+      `, `
+        return {
+          installed: polyfill.installed,
+          same: navigator.locks === pkg.locks,
+          granted: await navigator.locks.request('happy', (lock) => lock.name),
+        };
+      `);
+      assert.deepEqual(r, { installed: true, same: true, granted: 'happy' });
+    });
+
     it('never replaces an existing navigator.locks', async function () {
       const r = await inFreshWorker(`
         const existing = { request() { return 'existing'; } };
