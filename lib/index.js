@@ -8,10 +8,11 @@
 // `postgres` option, manager-postgres.js). The backend decides who holds
 // what; this file only runs callbacks and settles promises on this thread.
 
+const fs = require('fs')
 const path = require('path')
 const { randomUUID } = require('crypto')
 const diagnostics = require('diagnostics_channel')
-const binding = require('node-gyp-build')(path.join(__dirname, '..'))
+const binding = loadBinding(path.join(__dirname, '..'))
 const {
   ReflectApply, getter, SafePromise, nativeThen, PromisePrototypeThen, PromiseResolve, PromiseReject,
   SafeSet, SetPrototypeAdd, SetPrototypeDelete, SetPrototypeForEach, SetPrototypeGetSize,
@@ -64,6 +65,28 @@ const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', s
 // requests in the table, manager-process.js). Without a prototype, no index
 // setter of Array.prototype can intercept a store.
 if (!Object.hasOwn(binding, 'requests')) setUp()
+
+// The addon: a prebuilt binary that matches, or the one built at install.
+// Where there is neither, say what to do rather than node-gyp-build's bare
+// "No native build was found".
+function loadBinding (root) {
+  try {
+    return require('node-gyp-build')(root)
+  } catch (error) {
+    if (error === null || typeof error !== 'object' || !String(error.message).startsWith('No native build was found')) throw error
+    let prebuilt = []
+    try {
+      prebuilt = fs.readdirSync(path.join(root, 'prebuilds'))
+    } catch {}
+    const missing = new Error(`web-locks: no native build for ${process.platform}-${process.arch} in ${root}. ` +
+      `Prebuilt binaries come for ${prebuilt.length > 0 ? prebuilt.join(', ') : 'no platform in this copy'}; ` +
+      'elsewhere the addon is compiled when the package is installed, which needs a C compiler, make and Python ' +
+      "(node-gyp's requirements). Install them, then run: npm rebuild web-locks")
+    missing.code = 'ENOBUILD'
+    missing.cause = error
+    throw missing
+  }
+}
 
 function setUp () {
   const table = []
