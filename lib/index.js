@@ -364,8 +364,10 @@ function toDOMString (value) {
 }
 
 // How to read a signal's state: through Node's own getters, or for a DOM
-// environment's AbortSignal (jsdom under a test runner) through that class's
-// getters, taken from its prototype, which also check the brand.
+// environment's AbortSignal (jsdom or happy-dom under a test runner) through
+// that class's getters, taken from its prototypes. jsdom's check the brand
+// (they throw for anything else); happy-dom's read a field of the object
+// (undefined for anything else), so its `aborted` must be a boolean too.
 const NODE_SIGNAL = { aborted: getter(nodeSignalPrototype, 'aborted'), reason: getter(nodeSignalPrototype, 'reason') }
 const foreignSignals = new SafeWeakMap()
 
@@ -382,8 +384,8 @@ function signalOpsOf (value) {
       ops = { aborted: getter(prototype, 'aborted'), reason: getter(prototype, 'reason') }
       WeakMapPrototypeSet(foreignSignals, prototype, ops)
     }
-    ops.aborted(value)
-    return ops
+    if (ops.aborted === undefined || ops.reason === undefined) return undefined
+    return typeof ops.aborted(value) === 'boolean' ? ops : undefined
   } catch {
     return undefined
   }

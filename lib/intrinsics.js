@@ -16,8 +16,15 @@ const { apply: ReflectApply, getOwnPropertyDescriptor, getPrototypeOf } = Reflec
 // looked up at call time.
 const uncurryThis = Function.prototype.bind.bind(Function.prototype.call)
 
+// The getter of `name` on prototype or the nearest prototype above it that
+// has the property (a DOM environment may define it on a base class:
+// happy-dom), or undefined if none has.
 function getter (prototype, name) {
-  return uncurryThis(getOwnPropertyDescriptor(prototype, name).get)
+  for (let p = prototype; p !== null; p = getPrototypeOf(p)) {
+    const descriptor = getOwnPropertyDescriptor(p, name)
+    if (descriptor !== undefined) return typeof descriptor.get === 'function' ? uncurryThis(descriptor.get) : undefined
+  }
+  return undefined
 }
 
 function nodeDOMException () {

@@ -81,6 +81,50 @@ describe('hostile environment', function () {
     }
   });
 
+  describe("happy-dom's AbortSignal and AbortController installed as globals before the package loads", function () {
+    it("accepts its signals (whose getters are on a base class and check no brand), aborts with their reason, and refuses an object made from its prototype", async function () {
+      const seen = await runScript(`
+        const { Window } = require('happy-dom');
+        const window = new Window();
+        globalThis.AbortSignal = window.AbortSignal;
+        globalThis.AbortController = window.AbortController;
+        const { locks } = require(PKG);
+        const settle = (p) => p.then((v) => 'ok:' + v, (e) => 'rejected:' + (e && e.name) + ':' + (e && e.message));
+        (async () => {
+          const out = {};
+          let release;
+          const gate = new Promise((r) => { release = r; });
+          let granted;
+          const grantedP = new Promise((r) => { granted = r; });
+          const holder = settle(locks.request('x', () => { granted(); return gate; }));
+          await grantedP;
+          const c = new window.AbortController();
+          const queued = settle(locks.request('x', { signal: c.signal }, () => 'ran'));
+          c.abort(new Error('happy reason'));
+          out.aborted = await queued;
+          const done = new window.AbortController();
+          done.abort(new Error('already'));
+          out.already = await settle(locks.request('x', { signal: done.signal }, () => 'ran'));
+          out.fake = await settle(locks.request('x', { signal: Object.create(window.AbortSignal.prototype) }, () => 'ran'));
+          const free = new window.AbortController();
+          release();
+          out.holder = await holder;
+          out.granted = await settle(locks.request('x', { signal: free.signal }, () => 'granted'));
+          const { held, pending } = await locks.query();
+          out.left = held.length + pending.length;
+          await window.happyDOM.close();
+          console.log(JSON.stringify(out));
+        })();
+      `);
+      assert.deepEqual(seen.aborted, 'rejected:Error:happy reason');
+      assert.deepEqual(seen.already, 'rejected:Error:already');
+      assert.match(seen.fake, /^rejected:TypeError:.*AbortSignal/);
+      assert.equal(seen.holder, 'ok:undefined');
+      assert.equal(seen.granted, 'ok:granted');
+      assert.equal(seen.left, 0);
+    });
+  });
+
   describe("jsdom's AbortSignal, AbortController and DOMException installed as globals before the package loads", function () {
     it("accepts both Node's and jsdom's signals, aborts each with its reason, and rejects a stolen holder with an AbortError", async function () {
       const seen = await runScript(`
