@@ -286,15 +286,12 @@ static void wlb__fail(wlb_thread_t *t, wl_agent_t *agent,
 static int wlb__deliver(wlb_thread_t *t, wl_agent_t *agent,
                         const unsigned char *closed, napi_value fn,
                         unsigned *budget) {
-  /* The process-wide manager's memory is the process's own: never damaged. */
+  /* The process-wide manager's memory is the process's own: never damaged.
+   * A damaged one's wl_agent_next() finds nothing: asked once, after. */
   int shared = agent != &t->agent;
   wl_request_t *req;
   unsigned events;
 
-  if (shared && wl_agent_status(agent) != 0) {
-    wlb__fail(t, agent, closed, fn);
-    return 1;
-  }
   while (!*closed && (req = wl_agent_next(agent, &events)) != NULL) {
     if (events & WL_EV_GRANTED) {
       uint64_t token = wl_request_token(req);

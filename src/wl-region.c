@@ -55,10 +55,7 @@ WL__COLD void *wl__damaged(wl_manager_t *m) {
 }
 
 static pthread_mutex_t wl__local_mutex = PTHREAD_MUTEX_INITIALIZER;
-static wl_manager_t wl__local_m = {.mutex = &wl__local_mutex,
-                                   .agents_mutex = PTHREAD_MUTEX_INITIALIZER,
-                                   .fd = -1,
-                                   .probe_fd = -1};
+static wl_manager_t wl__local_m = {.mutex = &wl__local_mutex, .fd = -1, .probe_fd = -1};
 static pthread_once_t wl__local_once = PTHREAD_ONCE_INIT;
 
 /* Reserves as much address space as the system grants, up to 64 GiB. */

@@ -308,6 +308,7 @@ static int wl__publish(int fd, const char *tmp, const char *path) {
   char proc[64];
   int rc;
 
+  WL__FAULT("create");
   if (tmp[0] != '\0') {
     rc = link(tmp, path) == 0 ? 0 : -errno;
     unlink(tmp);
@@ -348,7 +349,7 @@ static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
   } else if ((rc = wl__init_file(m->map, size, 0)) != 0) {
     wl__fail(err, errlen, rc, "cannot initialise %s", path);
     munmap(m->map, size);
-  } else if (WL__FAULT("create"), (rc = wl__publish(fd, tmp, path)) != 0) {
+  } else if ((rc = wl__publish(fd, tmp, path)) != 0) {
     if (rc != -EEXIST)
       wl__fail(err, errlen, rc, "cannot create %s: %s", path, strerror(-rc));
     munmap(m->map, size);

@@ -22,6 +22,14 @@ function runNode(args, { timeout = 20000, execArgv = [] } = {}) {
   });
 }
 
+// Script source: holds x until release(); `holder` settles with it.
+const HOLD_X = `let release;
+          const gate = new Promise((r) => { release = r; });
+          let granted;
+          const grantedP = new Promise((r) => { granted = r; });
+          const holder = settle(locks.request('x', () => { granted(); return gate; }));
+          await grantedP;`;
+
 // Runs a script given as source in a fresh node; its last stdout line is
 // JSON. Fails with the child's output if it did not exit 0.
 async function runScript(source, options) {
@@ -97,12 +105,7 @@ describe('hostile environment', function () {
           globalThis.AbortController = window.AbortController;
           const { locks } = require(PKG);
           const out = {};
-          let release;
-          const gate = new Promise((r) => { release = r; });
-          let granted;
-          const grantedP = new Promise((r) => { granted = r; });
-          const holder = settle(locks.request('x', () => { granted(); return gate; }));
-          await grantedP;
+          ${HOLD_X}
           const c = new window.AbortController();
           const queued = settle(locks.request('x', { signal: c.signal }, () => 'ran'));
           c.abort(new Error('happy reason'));
@@ -143,12 +146,7 @@ describe('hostile environment', function () {
         const settle = (p) => p.then((v) => 'ok:' + v, (e) => 'rejected:' + (e && e.name) + ':' + (e && e.message));
         (async () => {
           const out = {};
-          let release;
-          const gate = new Promise((r) => { release = r; });
-          let granted;
-          const grantedP = new Promise((r) => { granted = r; });
-          const holder = settle(locks.request('x', () => { granted(); return gate; }));
-          await grantedP;
+          ${HOLD_X}
           const nodeC = new NodeAbortController();
           const domC = new window.AbortController();
           const a = settle(locks.request('x', { signal: nodeC.signal }, () => 'ran'));

@@ -158,6 +158,17 @@ static void test_snapshot_changed_between_walks(void) {
   tshm_remove(path);
 }
 
+/* Two handles of a new manager (as two processes would have), with an
+ * agent each. */
+static void two_handles(wl_manager_t **m1, wl_manager_t **m2, wl_agent_t *a,
+                        wl_agent_t *b) {
+  tshm_path(path, sizeof(path), "hostile");
+  *m1 = tsegment_open(path, SIZE);
+  *m2 = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(*m1, a, ID("a"), tignore_notify));
+  ASSERT_EQ(0, wl_agent_init(*m2, b, ID("b"), tignore_notify));
+}
+
 /* Damage found through one handle reaches every other: a handle of the
  * same process (as another process would) refuses the manager at its next
  * operation, and its agents are woken to learn it. */
@@ -168,11 +179,7 @@ static void test_damage_reaches_every_handle(void) {
   struct pollfd p;
   unsigned events;
 
-  tshm_path(path, sizeof(path), "hostile");
-  m1 = tsegment_open(path, SIZE);
-  m2 = tsegment_open(path, SIZE);
-  ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
-  ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), tignore_notify));
+  two_handles(&m1, &m2, &a, &b);
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&b, &h, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(0, wl_request(&a, &w, NAME("x"), WL_EXCLUSIVE, 0));
   while (wl_agent_next(&a, &events) != NULL)
@@ -291,11 +298,7 @@ static void test_region_grown_by_another_handle(void) {
   wl_snapshot_t snap;
   size_t i;
 
-  tshm_path(path, sizeof(path), "hostile");
-  m1 = tsegment_open(path, SIZE);
-  m2 = tsegment_open(path, SIZE);
-  ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
-  ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), tignore_notify));
+  two_handles(&m1, &m2, &a, &b);
   for (i = 0; i < 200; i++) {
     name[0] = (uint16_t)i;
     ASSERT_EQ(WL_GRANTED_AT_ONCE,
