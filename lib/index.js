@@ -8,17 +8,14 @@
 // `postgres` option, manager-postgres.js). The backend decides who holds
 // what; this file only runs callbacks and settles promises on this thread.
 
-const fs = require('fs')
-const path = require('path')
-const { randomUUID } = require('crypto')
 const diagnostics = require('diagnostics_channel')
-const binding = loadBinding(path.join(__dirname, '..'))
+const binding = require('./binding.js')
 const {
   ReflectApply, getter, SafePromise, nativeThen, PromisePrototypeThen, PromiseResolve, PromiseReject,
   SafeSet, SetPrototypeAdd, SetPrototypeDelete, SetPrototypeForEach, SetPrototypeGetSize,
   SafeWeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet, WeakMapPrototypeDelete,
   SafeMap, MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
-  SymbolDispose, DOMException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
+  SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
 const { processBackend } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
@@ -54,69 +51,12 @@ const resolved = PromiseResolve()
 const kToken = Symbol('web-locks')
 const DEFAULT_OPTIONS = Object.freeze({ ifAvailable: false, mode: 'exclusive', signal: undefined, signalOps: undefined, steal: false })
 
-// This thread's requests of native managers, indexed by native id (small
-// integers, reused), and the Uint32Array through which the binding passes
-// numbers without making JS values: a native request's result (IO_RESULT,
-// read by the backends), and the id and events of the delivery it
-// dispatches (IO_ID, IO_EVENTS), with a grant's fencing token in two halves
-// (IO_TOKEN_LO, IO_TOKEN_HI). The binding's exports object is one per
-// thread even when this file is evaluated more than once (test runners with
-// per-file module registries), so both live there (the backends file
-// requests in the table, manager-process.js). Without a prototype, no index
-// setter of Array.prototype can intercept a store.
-if (!Object.hasOwn(binding, 'requests')) setUp()
-
-// The addon: a prebuilt binary that matches, or the one built at install.
-// Where there is neither, say what to do rather than node-gyp-build's bare
-// "No native build was found".
-function loadBinding (root) {
-  try {
-    return require('node-gyp-build')(root)
-  } catch (error) {
-    if (error === null || typeof error !== 'object' || !String(error.message).startsWith('No native build was found')) throw error
-    let prebuilt = []
-    try {
-      prebuilt = fs.readdirSync(path.join(root, 'prebuilds'))
-    } catch {}
-    const missing = new Error(`web-locks: no native build for ${process.platform}-${process.arch} in ${root}. ` +
-      `Prebuilt binaries come for ${prebuilt.length > 0 ? prebuilt.join(', ') : 'no platform in this copy'}; ` +
-      'elsewhere the addon is compiled when the package is installed, which needs a C compiler, make and Python ' +
-      "(node-gyp's requirements). Install them, then run: npm rebuild web-locks")
-    missing.code = 'ENOBUILD'
-    missing.cause = error
-    throw missing
-  }
-}
-
-function setUp () {
-  const table = []
-  Object.setPrototypeOf(table, null)
-  const io = binding.setup(function dispatch () {
-    const request = table[io[IO_ID]]
-    if (request === undefined) return
-    const events = io[IO_EVENTS]
-    if (events & EV_GRANTED) {
-      // Below 2 ** 32 (the first 4 billion grants of the manager), the low
-      // half alone: no arithmetic.
-      const hi = io[IO_TOKEN_HI]
-      request.token = hi === 0 ? io[IO_TOKEN_LO] : wideToken(hi, io[IO_TOKEN_LO])
-    }
-    request.deliver(events)
-  }, randomUUID())
-  // A Number while exact (below 2 ** 53), else a BigInt.
-  function wideToken (hi, lo) {
-    return hi < 0x200000 ? hi * 0x100000000 + lo : (SafeBigInt(hi) << 32n) + SafeBigInt(lo)
-  }
-  Object.defineProperty(binding, 'io', { value: io })
-  Object.defineProperty(binding, 'requests', { value: table })
-}
-
 function stolenError () {
-  return new DOMException("Lock broken by another request with the 'steal' option.", 'AbortError')
+  return domException("Lock broken by another request with the 'steal' option.", 'AbortError')
 }
 
 function closedError () {
-  return new DOMException('The lock manager was closed.', 'AbortError')
+  return domException('The lock manager was closed.', 'AbortError')
 }
 
 // Fields are declared, not assigned, so that a setter someone defines on
@@ -303,6 +243,7 @@ class LockRequest {
     this.held = false
     const { signal } = this.options
     if (signal !== undefined) unwatch(signal, this)
+    if (exiting) return
     this.settle(false, error === undefined ? closedError() : error, FAILED)
   }
 }
@@ -413,7 +354,7 @@ function toLockOptions (value) {
 }
 
 function notSupported (message) {
-  return new DOMException(`Failed to execute 'request' on 'LockManager': ${message}`, 'NotSupportedError')
+  return domException(`Failed to execute 'request' on 'LockManager': ${message}`, 'NotSupportedError')
 }
 
 // Request a lock (spec 4.1). The native request is the commit point: what
@@ -474,7 +415,7 @@ function publishStart (request, queued) {
 }
 
 function invalidState (method) {
-  return new DOMException(`Failed to execute '${method}' on 'LockManager': The lock manager was closed.`, 'InvalidStateError')
+  return domException(`Failed to execute '${method}' on 'LockManager': The lock manager was closed.`, 'InvalidStateError')
 }
 
 class LockManager {
@@ -528,7 +469,7 @@ class LockManager {
       if (!(this !== null && typeof this === 'object' && #backend in this)) throw new SafeTypeError('Illegal invocation')
       const backend = this.#backend
       if (backend.close === undefined) {
-        throw new DOMException("Failed to execute 'close' on 'LockManager': The process-wide lock manager cannot be closed.", 'NotSupportedError')
+        throw domException("Failed to execute 'close' on 'LockManager': The process-wide lock manager cannot be closed.", 'NotSupportedError')
       }
       if (backend.closed) return PromiseResolve()
       if (backend.file !== undefined) MapPrototypeDelete(openManagers, backend.file)
@@ -546,9 +487,14 @@ const openManagers = new SafeMap()
 // process.exit() skips the binding's cleanup hooks on the main thread: leave
 // every manager then, so that the other processes need not wait to notice
 // a death. (A thread's end closes its agents in the binding.)
+// Their requests that still wait are left unsettled then, as every other
+// promise is when a process ends: a rejection would only be reported as
+// unhandled, and fail the exit.
 let closeOnExit = false
+let exiting = false
 
 function closeAll () {
+  exiting = true
   MapPrototypeForEach(openManagers, (manager) => { manager.close() })
 }
 

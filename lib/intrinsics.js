@@ -4,7 +4,8 @@
 // code that replaces a global or a prototype method afterwards (or pollutes
 // Object.prototype) cannot reach into a request in flight. DOMException and
 // AbortSignal are taken from Node's own modules, not from the globals, which
-// a DOM environment (jsdom under jest) may have replaced before we load.
+// a DOM environment (jsdom under jest) may have replaced before we load;
+// the polyfill then chooses the realm's DOMException (useDOMException).
 
 const { atob } = require('buffer')
 const { addAbortListener } = require('events')
@@ -35,6 +36,24 @@ function nodeDOMException () {
   }
 }
 
+// The class of the DOMExceptions this copy of the package makes: Node's,
+// or the one the polyfill found in its realm when it loaded, so that test
+// code under jsdom or happy-dom sees `error instanceof DOMException`.
+let DOMExceptionClass = nodeDOMException()
+
+function domException (message, name) {
+  return new DOMExceptionClass(message, name)
+}
+
+// Adopts Class if it makes DOMExceptions as the spec's constructor does.
+function useDOMException (Class) {
+  if (typeof Class !== 'function' || Class === DOMExceptionClass) return
+  try {
+    const error = new Class('m', 'NotSupportedError')
+    if (error.message === 'm' && error.name === 'NotSupportedError') DOMExceptionClass = Class
+  } catch {}
+}
+
 const nodeSignalPrototype = getPrototypeOf(transferableAbortController().signal)
 
 module.exports = {
@@ -59,8 +78,12 @@ module.exports = {
   WeakMapPrototypeGet: uncurryThis(WeakMap.prototype.get),
   WeakMapPrototypeSet: uncurryThis(WeakMap.prototype.set),
   WeakMapPrototypeDelete: uncurryThis(WeakMap.prototype.delete),
+  SafeWeakSet: WeakSet,
+  WeakSetPrototypeAdd: uncurryThis(WeakSet.prototype.add),
+  WeakSetPrototypeHas: uncurryThis(WeakSet.prototype.has),
   SymbolDispose: Symbol.dispose,
-  DOMException: nodeDOMException(),
+  domException,
+  useDOMException,
   SafeTypeError: TypeError,
   SafeRangeError: RangeError,
   SafeBigInt: BigInt,

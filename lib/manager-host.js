@@ -7,7 +7,7 @@
 
 const path = require('path')
 const { randomUUID } = require('crypto')
-const { DOMException, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
+const { domException, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
 const { nativeBackend } = require('./manager-process.js')
 
 const DEFAULT_DIR = '/dev/shm'
@@ -52,7 +52,7 @@ function toHostOptions (options) {
 }
 
 function quotaExceeded (file) {
-  return new DOMException(`The lock manager in ${file} is full.`, 'QuotaExceededError')
+  return domException(`The lock manager in ${file} is full.`, 'QuotaExceededError')
 }
 
 function damaged (file) {
@@ -111,7 +111,7 @@ function hostTarget (scope, options) {
 // platform but Linux: binding.gyp).
 function openHost (binding, { file, size, mode }) {
   if (typeof binding.open !== 'function') {
-    throw new DOMException(fail('this build of web-locks has no machine-wide lock manager (it needs Linux).'), 'NotSupportedError')
+    throw domException(fail('this build of web-locks has no machine-wide lock manager (it needs Linux).'), 'NotSupportedError')
   }
   let handle
   try {

@@ -19,7 +19,7 @@
 const fs = require('fs')
 const path = require('path')
 const { randomBytes, randomUUID } = require('crypto')
-const { DOMException, SafeTypeError, SafeRangeError, SafeBigInt, performanceNow } = require('./intrinsics.js')
+const { domException, SafeTypeError, SafeRangeError, SafeBigInt, performanceNow } = require('./intrinsics.js')
 const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('./events.js')
 const { isScope, SCOPE_MAX } = require('./manager-host.js')
 
@@ -243,7 +243,7 @@ async function ensureSchema (client, target) {
 function ignore () {}
 
 function closedError () {
-  return new DOMException('The lock manager was closed.', 'AbortError')
+  return domException('The lock manager was closed.', 'AbortError')
 }
 
 function pooledError (cause) {
@@ -257,7 +257,7 @@ function pooledError (cause) {
 }
 
 function lostError (cause) {
-  const error = new DOMException('The lock was lost: the session with PostgreSQL ended.', 'AbortError')
+  const error = domException('The lock was lost: the session with PostgreSQL ended.', 'AbortError')
   if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause, configurable: true, writable: true })
   return error
 }

@@ -21,6 +21,7 @@ function target(entry) {
   return undefined;
 }
 const POLYFILL = path.join(PKG, target(pkgJson.exports['./polyfill']));
+const FORCE = path.join(PKG, target(pkgJson.exports['./polyfill/force']));
 
 // A worker with fresh globals: `setup` runs first, then the polyfill is
 // required; the worker posts back what `report` returns.
@@ -30,12 +31,12 @@ function inFreshWorker(setup, report, data = {}) {
     const { parentPort, workerData } = require('node:worker_threads');
     (async () => {
       ${setup}
-      const polyfill = require(workerData.polyfill);
+      const polyfill = require(workerData.force ? workerData.forced : workerData.polyfill);
       const pkg = require(workerData.pkg);
       parentPort.postMessage(await (async () => { ${report} })());
     })().catch((e) => parentPort.postMessage({ error: String(e && e.stack || e) }));
   `;
-  const agent = new Agent(code, Object.assign({ polyfill: POLYFILL }, data));
+  const agent = new Agent(code, Object.assign({ polyfill: POLYFILL, forced: FORCE }, data));
   return agent.message(() => true, 'report').then((m) => {
     if (m && m.error) throw new Error(`in worker: ${m.error}`);
     return m;
@@ -183,6 +184,67 @@ describe('polyfill', function () {
         return { LockManager: globalThis.LockManager, Lock: globalThis.Lock, same: navigator.locks === pkg.locks };
       `);
       assert.deepEqual(r, { LockManager: 'mine', Lock: 'mine too', same: true });
+    });
+
+    it('replaces what another copy of the package installed (a per-file module registry), with its globals', async function () {
+      const r = await inFreshWorker(`
+        delete globalThis.navigator;
+      `, `
+        const first = { locks: navigator.locks, Lock: globalThis.Lock };
+        for (const file of Object.keys(require.cache)) {
+          if (file.startsWith(workerData.lib) || file === workerData.polyfill) delete require.cache[file];
+        }
+        const again = require(workerData.polyfill);
+        const copy = require(workerData.pkg);
+        let instance;
+        await navigator.locks.request('copy', (lock) => { instance = lock instanceof globalThis.Lock; });
+        return {
+          installed: again.installed,
+          fresh: copy.locks !== first.locks && navigator.locks === copy.locks,
+          globals: globalThis.LockManager === copy.LockManager && globalThis.Lock === copy.Lock && first.Lock !== copy.Lock,
+          instance,
+        };
+      `, { lib: path.join(PKG, 'lib') + path.sep });
+      assert.deepEqual(r, { installed: true, fresh: true, globals: true, instance: true });
+    });
+
+    it('makes its errors with the DOMException global found when it loads, even once that global is replaced', async function () {
+      const r = await inFreshWorker(`
+        delete globalThis.navigator;
+        class RealmDOMException extends Error {
+          constructor(message, name) { super(message); this.name = name; }
+        }
+        globalThis.DOMException = RealmDOMException;
+      `, `
+        const Realm = globalThis.DOMException;
+        globalThis.DOMException = function Replaced() { throw new Error('not this one'); };
+        const reserved = await navigator.locks.request('-x', () => {}).catch((e) => e);
+        const stolen = navigator.locks.request('s', () => new Promise(() => {})).catch((e) => e);
+        await navigator.locks.request('s', { steal: true }, () => {});
+        const abort = await stolen;
+        return [reserved, abort].map((e) => ({ realm: e instanceof Realm, name: e.name }));
+      `);
+      assert.deepEqual(r, [{ realm: true, name: 'NotSupportedError' }, { realm: true, name: 'AbortError' }]);
+    });
+
+    it('web-locks/polyfill/force replaces a platform\'s navigator.locks, and LockManager and Lock with it', async function () {
+      const r = await inFreshWorker(`
+        class PlatformLockManager { request() { return 'platform'; } }
+        class Navigator { get locks() { return platformLocks; } }
+        const platformLocks = new PlatformLockManager();
+        globalThis.LockManager = PlatformLockManager;
+        Object.defineProperty(globalThis, 'navigator', { value: new Navigator(), configurable: true, writable: true });
+      `, `
+        let instance;
+        await navigator.locks.request('forced', (lock) => { instance = lock instanceof Lock; });
+        return {
+          installed: polyfill.installed,
+          ours: navigator.locks === pkg.locks && navigator.locks instanceof LockManager,
+          globals: LockManager === pkg.LockManager && Lock === pkg.Lock,
+          instance,
+        };
+      `, { force: true });
+      assert.deepEqual(r, { installed: true, ours: true, globals: true, instance: true });
     });
 
     it('the worker\'s navigator.locks shares the process\'s lock manager with the main thread', async function () {

@@ -1,0 +1,72 @@
+'use strict'
+
+// The addon: its exports object is one per thread, however many times lib/
+// is evaluated there (test runners with per-file module registries, or
+// realms), so what every copy of lib/ on the thread shares lives on it.
+
+const fs = require('fs')
+const path = require('path')
+const { randomUUID } = require('crypto')
+const { SafeBigInt, SafeWeakSet } = require('./intrinsics.js')
+const { IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI, EV_GRANTED } = require('./events.js')
+
+const binding = loadBinding(path.join(__dirname, '..'))
+
+// This thread's requests of native managers, indexed by native id (small
+// integers, reused), and the Uint32Array through which the binding passes
+// numbers without making JS values: a native request's result (IO_RESULT,
+// read by the backends), and the id and events of the delivery it
+// dispatches (IO_ID, IO_EVENTS), with a grant's fencing token in two halves
+// (IO_TOKEN_LO, IO_TOKEN_HI); the backends file requests in the table
+// (manager-process.js). Without a prototype, no index setter of
+// Array.prototype can intercept a store. And what the polyfills of every
+// copy installed (lib/polyfill.js).
+if (!Object.hasOwn(binding, 'requests')) setUp()
+
+module.exports = binding
+
+// The addon: a prebuilt binary that matches, or the one built at install.
+// Where there is neither, say what to do rather than node-gyp-build's bare
+// "No native build was found".
+function loadBinding (root) {
+  try {
+    return require('node-gyp-build')(root)
+  } catch (error) {
+    if (error === null || typeof error !== 'object' || !String(error.message).startsWith('No native build was found')) throw error
+    let prebuilt = []
+    try {
+      prebuilt = fs.readdirSync(path.join(root, 'prebuilds'))
+    } catch {}
+    const missing = new Error(`web-locks: no native build for ${process.platform}-${process.arch} in ${root}. ` +
+      `Prebuilt binaries come for ${prebuilt.length > 0 ? prebuilt.join(', ') : 'no platform in this copy'}; ` +
+      'elsewhere the addon is compiled when the package is installed, which needs a C compiler, make and Python ' +
+      "(node-gyp's requirements). Install them, then run: npm rebuild web-locks")
+    missing.code = 'ENOBUILD'
+    missing.cause = error
+    throw missing
+  }
+}
+
+function setUp () {
+  const table = []
+  Object.setPrototypeOf(table, null)
+  const io = binding.setup(function dispatch () {
+    const request = table[io[IO_ID]]
+    if (request === undefined) return
+    const events = io[IO_EVENTS]
+    if (events & EV_GRANTED) {
+      // Below 2 ** 32 (the first 4 billion grants of the manager), the low
+      // half alone: no arithmetic.
+      const hi = io[IO_TOKEN_HI]
+      request.token = hi === 0 ? io[IO_TOKEN_LO] : wideToken(hi, io[IO_TOKEN_LO])
+    }
+    request.deliver(events)
+  }, randomUUID())
+  // A Number while exact (below 2 ** 53), else a BigInt.
+  function wideToken (hi, lo) {
+    return hi < 0x200000 ? hi * 0x100000000 + lo : (SafeBigInt(hi) << 32n) + SafeBigInt(lo)
+  }
+  Object.defineProperty(binding, 'io', { value: io })
+  Object.defineProperty(binding, 'requests', { value: table })
+  Object.defineProperty(binding, 'polyfilled', { value: new SafeWeakSet() })
+}
