@@ -101,6 +101,7 @@ struct wlb_thread_s {
   uv_async_t async; /* woken by other threads */
   uv_check_t check; /* woken by this thread: drains after this poll phase */
   uv_idle_t idle;   /* keeps that poll phase from blocking meanwhile */
+  uv_prepare_t prepare; /* sees the loop about to wait (wlb__on_prepare) */
   int open_handles;
   napi_env env;
   napi_ref exports;  /* returned again if this thread loads the addon twice */
@@ -122,7 +123,11 @@ struct wlb_thread_s {
   uint32_t nchunks;
   uint32_t cap;       /* of chunks */
   uint32_t free_head; /* id + 1 of the first free slot, 0 if none */
-  size_t waiting;     /* requests not yet granted: they keep the loop alive */
+  /* Requests not yet granted: they keep the loop alive, unless `stuck`:
+   * the loop had nothing else to do, and every one of them waits behind a
+   * lock of its own agent (see wlb__on_prepare). */
+  size_t waiting;
+  unsigned char stuck;
   pthread_t thread;   /* the thread whose agent this is */
 };
 
@@ -202,8 +207,18 @@ static void wlb__unwait(wlb_thread_t *t, wl_request_t *req) {
   if (!((uintptr_t)req->data & WLB_WAITING))
     return;
   req->data = (void *)((uintptr_t)req->data & ~(uintptr_t)WLB_WAITING);
-  if (--t->waiting == 0)
+  if (--t->waiting == 0) {
+    t->stuck = 0;
     uv_unref((uv_handle_t *)&t->async);
+  }
+}
+
+/* Something on this thread changed what its agents hold or wait for: its
+ * waiting requests keep the loop alive again, until the loop next has
+ * nothing else to do (wlb__on_prepare). */
+static void wlb__unstick(wlb_thread_t *t) {
+  t->stuck = 0;
+  uv_ref((uv_handle_t *)&t->async);
 }
 
 /* The core no longer references req: give its slot back. */
@@ -327,6 +342,8 @@ static void wlb__drain(wlb_thread_t *t) {
   napi_value fn;
   uint32_t i;
 
+  if (t->stuck)
+    wlb__unstick(t);
   if (napi_open_handle_scope(t->env, &scope) != napi_ok)
     return;
   if (napi_get_reference_value(t->env, t->dispatch, &fn) == napi_ok &&
@@ -342,6 +359,48 @@ static void wlb__drain(wlb_thread_t *t) {
 
 static void wlb__on_async(uv_async_t *async) {
   wlb__drain(wlb__container_of(async, wlb_thread_t, async));
+}
+
+/* Whether every waiting request of the thread's agents waits behind a lock
+ * of its own agent (and one does). */
+static int wlb__stuck(wlb_thread_t *t) {
+  int waits = wl_agent_waits(&t->agent), stuck = waits == WL_WAITS_ON_SELF;
+  uint32_t i;
+
+  if (waits != WL_WAITS_NOTHING && !stuck)
+    return 0;
+#if WL_SHARED_MANAGER
+  for (i = 0; i < t->nscopes; i++) {
+    wlb_agent_t *a = t->scopes[i];
+    if (a == NULL || a->closed)
+      continue;
+    waits = wl_agent_waits(&a->agent);
+    if (waits != WL_WAITS_NOTHING && waits != WL_WAITS_ON_SELF)
+      return 0;
+    stuck |= waits == WL_WAITS_ON_SELF;
+  }
+#endif
+  return stuck;
+}
+
+/* The loop is about to wait for events. Waiting requests keep it alive,
+ * except when nothing else does and only this thread could end their wait:
+ * each is behind a lock its own agent holds, which only this thread's code
+ * (which nothing will run) or another agent's steal (which is delivered
+ * here, and ends this state) can release. Then the thread ends as one that
+ * awaits a promise nothing will settle does, instead of hanging forever (a
+ * test that deadlocks on a lock it leaked). Another thread or process
+ * holding the lock keeps it waiting. */
+static void wlb__on_prepare(uv_prepare_t *prepare) {
+  wlb_thread_t *t = wlb__container_of(prepare, wlb_thread_t, prepare);
+
+  if (t->waiting == 0 || t->stuck)
+    return;
+  uv_unref((uv_handle_t *)&t->async);
+  if (!uv_loop_alive(t->loop) && wlb__stuck(t))
+    t->stuck = 1;
+  else
+    uv_ref((uv_handle_t *)&t->async);
 }
 
 static void wlb__on_check(uv_check_t *check) {
@@ -479,6 +538,7 @@ static void wlb__close_handles(wlb_thread_t *t) {
   uv_close((uv_handle_t *)&t->async, wlb__on_close);
   uv_close((uv_handle_t *)&t->check, wlb__on_close);
   uv_close((uv_handle_t *)&t->idle, wlb__on_close);
+  uv_close((uv_handle_t *)&t->prepare, wlb__on_close);
 }
 
 /* The environment is going away (thread exit, worker.terminate(), process
@@ -665,8 +725,8 @@ static int wlb__make(wlb_thread_t *t, wl_agent_t *agent, const char16_t *name,
     return rc;
   }
   req->data = (void *)((uintptr_t)req->data | WLB_WAITING);
-  if (t->waiting++ == 0)
-    uv_ref((uv_handle_t *)&t->async);
+  if (t->waiting++ == 0 || t->stuck)
+    wlb__unstick(t);
   t->io[WLB_IO_RESULT] = wlb__id(req) * 2 + (rc == WL_GRANTED_AT_ONCE);
   return 0;
 }
@@ -719,6 +779,8 @@ static napi_value wlb_release(napi_env env, napi_callback_info info) {
       (req = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
   held = wl_release(req);
+  if (t->stuck)
+    wlb__unstick(t);
   if (held < 0)
     return wlb__throw_code(env, held);
   wlb__free(t, req);
@@ -737,6 +799,8 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
       (req = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
   removed = wl_abort(req);
+  if (t->stuck)
+    wlb__unstick(t);
   if (removed < 0)
     return wlb__throw_code(env, removed);
   if (removed)
@@ -993,7 +1057,7 @@ static napi_value wlb_has_ref(napi_env env, napi_callback_info info) {
   wlb_thread_t *t;
 
   WLB_CALL(env, napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&t));
-  WLB_CALL(env, napi_get_boolean(env, t->waiting > 0, &result));
+  WLB_CALL(env, napi_get_boolean(env, t->waiting > 0 && !t->stuck, &result));
   return result;
 }
 
@@ -1049,7 +1113,7 @@ NAPI_MODULE_INIT() {
     wlb__throw_last(env);
     return NULL;
   }
-  /* uv_check_init and uv_idle_init cannot fail. */
+  /* uv_check_init, uv_idle_init and uv_prepare_init cannot fail. */
   if (napi_async_init(env, resource, resource_name, &t->actx) != napi_ok ||
       uv_async_init(loop, &t->async, wlb__on_async) != 0) {
     if (t->actx != NULL && napi_async_destroy(env, t->actx) != napi_ok)
@@ -1062,10 +1126,13 @@ NAPI_MODULE_INIT() {
   }
   uv_check_init(loop, &t->check);
   uv_idle_init(loop, &t->idle);
-  t->async.data = t->check.data = t->idle.data = t;
-  t->open_handles = 3;
+  uv_prepare_init(loop, &t->prepare);
+  t->async.data = t->check.data = t->idle.data = t->prepare.data = t;
+  t->open_handles = 4;
   /* Only pending requests keep the loop alive (see wlb_request). */
   uv_unref((uv_handle_t *)&t->async);
+  uv_prepare_start(&t->prepare, wlb__on_prepare);
+  uv_unref((uv_handle_t *)&t->prepare);
   wlb__self = t;
   if (napi_add_async_cleanup_hook(env, wlb__teardown, t, &t->hook) == napi_ok) {
     if (wlb__define(env, exports, t) != NULL)

@@ -28,6 +28,10 @@ int wl_agent_status(const wl_agent_t *agent) {
   return agent->m->shared && wl__is_damaged(agent->m) ? WL_ECORRUPT : 0;
 }
 
+int wl_agent_waits(wl_agent_t *agent) {
+  return wl__ops(agent->m)->agent_waits(agent);
+}
+
 int wl_release(wl_request_t *req) {
   return wl__ops(req->agent->m)->release(req);
 }

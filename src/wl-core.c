@@ -585,6 +585,47 @@ static int wl__abort(wl_request_t *req) {
   return wl__done(m, removed);
 }
 
+/* Whether the agent holds a lock on name n: a walk of its held locks. */
+static int wl__holds(wl_manager_t *m, wl_off_t a, wl_off_t n) {
+  wl_off_t head = AT(a, wl__agent_t, held), h;
+  uint64_t steps = WL__STEPS(m);
+
+  for (h = WL__LINK(m, head)->next; h != head && wl__step(m, &steps);
+       h = WL__LINK(m, h)->next) {
+    if (REQ(m, REQ_OF(h, alink))->name == n)
+      return 1;
+  }
+  return 0;
+}
+
+/* What the agent's waiting requests wait for (wl_agent_waits): one walk of
+ * its queued requests, each name looked for among its held locks (once for
+ * a run of requests on one name), stopping at the first that waits for
+ * others. */
+static int wl__agent_waits(wl_agent_t *agent) {
+  wl_manager_t *m = agent->m;
+  wl_off_t a = agent->off, head = AT(a, wl__agent_t, queued), q, last = 0;
+  uint64_t steps = WL__STEPS(m);
+  int waits = WL_WAITS_NOTHING, rc;
+
+  if ((rc = wl__lock(m)) != 0)
+    return rc;
+  if (!wl__agent_live(m, agent) ||
+      !wl__list_empty(m, AT(a, wl__agent_t, mail)))
+    return wl__done(m, WL_WAITS_ON_OTHERS);
+  for (q = WL__LINK(m, head)->next; q != head && wl__step(m, &steps);
+       q = WL__LINK(m, q)->next) {
+    wl_off_t n = REQ(m, REQ_OF(q, alink))->name;
+    if (n != last && !wl__holds(m, a, n)) {
+      waits = WL_WAITS_ON_OTHERS;
+      break;
+    }
+    last = n;
+    waits = WL_WAITS_ON_SELF;
+  }
+  return wl__done(m, waits);
+}
+
 static size_t wl__client_id_len(wl_manager_t *m, const wl__agent_t *agent) {
   uint32_t len = agent->client_id_len;
 
@@ -754,6 +795,7 @@ const wl__ops_t WL__OPS = {
     .request = wl__request,
     .release = wl__release,
     .abort = wl__abort,
+    .agent_waits = wl__agent_waits,
     .snapshot = wl__snapshot,
     .close_agent = wl__close_agent,
     .process = wl__process,

@@ -593,6 +593,7 @@ typedef struct {
                  size_t name_len, wl_mode_t mode, unsigned flags);
   int (*release)(wl_request_t *req);
   int (*abort)(wl_request_t *req);
+  int (*agent_waits)(wl_agent_t *agent);
   int (*snapshot)(wl_manager_t *m, wl_snapshot_t *snap);
   /* For recovery, sweeps and tests, under the mutex. Ends an agent's
    * requests and locks and frees its record (spec 2.6); processes a name's

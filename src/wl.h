@@ -24,7 +24,7 @@
  *
  * Every operation is O(1) in the number of other requests, locks and names,
  * except a steal (O(holders of that name)), wl_agent_close (O(the agent's
- * requests)) and wl_snapshot (O(entries)). */
+ * requests)), wl_agent_waits (see there) and wl_snapshot (O(entries)). */
 #ifndef WL_H
 #define WL_H
 
@@ -183,6 +183,18 @@ wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events);
  * nothing more is delivered, and the caller ends whatever requests it still
  * has. Every agent of the process is notified when that is found. */
 int wl_agent_status(const wl_agent_t *agent);
+
+/* What an agent's waiting requests wait for, so that its thread knows
+ * whether waiting is worth keeping its event loop alive for (binding.c):
+ * WL_WAITS_NOTHING (none is queued, no event is undelivered),
+ * WL_WAITS_ON_SELF (every queued request is on a name on which the agent
+ * itself holds a lock: none can be granted until the agent releases it, or
+ * another agent's steal, which it is told of, takes it), WL_WAITS_ON_OTHERS
+ * (some request may be granted by what other agents do, or an event is
+ * undelivered), or an error code. O(the agent's queued requests times its
+ * held locks) at most, and only for a thread about to wait. */
+enum { WL_WAITS_NOTHING = 0, WL_WAITS_ON_SELF = 1, WL_WAITS_ON_OTHERS = 2 };
+int wl_agent_waits(wl_agent_t *agent);
 
 /* Requests a lock on `name` (UTF-16 code units, copied when new) for `agent`.
  * The outcome arrives in the agent's mailbox: WL_EV_GRANTED, or for an

@@ -213,6 +213,56 @@ const linux = process.platform === 'linux';
       m = await open(scope);
     });
 
+    // A process of its own, that ends when it has nothing left to do.
+    function runScript(code, onLine) {
+      return new Promise((resolve) => {
+        const child = childProcess.execFile(process.execPath, ['-e', code], {
+          timeout: 10000,
+          env: Object.assign({}, process.env, { PKG, SCOPE: scope, DIR: dir }),
+        }, (error, stdout, stderr) => resolve({ code: error ? error.code : 0, killed: Boolean(error && error.killed), stdout, stderr }));
+        if (onLine) child.stdout.on('data', (text) => onLine(String(text)));
+      });
+    }
+
+    it('a process whose request waits behind its own lock ends on its own; one waiting behind another process\'s lock stays until it is granted', async function () {
+      const mine = await runScript(`
+        require(process.env.PKG).openLockManager(process.env.SCOPE, { dir: process.env.DIR }).then((m) => {
+          m.request('self', () => new Promise(() => {}));
+          m.request('self', () => console.log('granted'));
+        });
+        process.on('exit', () => console.log('exit'));
+      `);
+      assert.equal(mine.killed, false, 'the process had to be killed: a request only its own lock blocked kept it alive');
+      assert.deepEqual([mine.code, mine.stdout.trim()], [0, 'exit'], mine.stderr);
+
+      const name = uniq('other');
+      const h = holdOn(m, name);
+      await h.granted;
+      const theirs = runScript(`
+        require(process.env.PKG).openLockManager(process.env.SCOPE, { dir: process.env.DIR }).then((m) => {
+          m.request(${JSON.stringify(name)}, () => console.log('granted'));
+          console.log('requested');
+        });
+      `, (text) => { if (text.includes('requested')) h.release(); });
+      const r = await theirs;
+      assert.deepEqual([r.killed, r.code, r.stdout.trim()], [false, 0, 'requested\ngranted'], r.stderr);
+    });
+
+    it('process.exit() with a request waiting leaves the scope quietly: exit code 0, no unhandled rejection', async function () {
+      const name = uniq('exit');
+      const h = holdOn(m, name);
+      await h.granted;
+      const r = await runScript(`
+        require(process.env.PKG).openLockManager(process.env.SCOPE, { dir: process.env.DIR }).then((m) => {
+          m.request(${JSON.stringify(name)}, () => {});
+          process.exit(0);
+        });
+      `);
+      assert.deepEqual([r.killed, r.code, r.stderr], [false, 0, '']);
+      assert.equal(only(await m.query(), name).pending.length, 0);
+      h.release();
+    });
+
     it('a lock held in another process is not available here until it is released, and the other way round', async function () {
       const name = uniq('x');
       const child = await spawnProcessAgent({ scope, dir });

@@ -126,6 +126,18 @@ describe('keeping threads alive', function () {
     assert.equal(await w.exited, 0);
   });
 
+  it('a worker whose request waits behind its own lock ends on its own: its lock is released and its request gone', async function () {
+    const name = uniq('ka-self');
+    const w = spawnScript(`
+      locks.request(workerData.name, () => new Promise(() => {}));
+      locks.request(workerData.name, () => parentPort.postMessage('granted'));
+      parentPort.postMessage('requested');
+    `, { name });
+    await w.message((m) => m === 'requested');
+    assert.equal(await w.exited, 0);
+    assert.deepEqual(await stateOf(name), { held: [], pending: [] });
+  });
+
   it('many pending requests in one worker keep it alive until the last is granted', async function () {
     const name = uniq('ka-many');
     const h = hold(name);
@@ -178,6 +190,64 @@ describe('keeping threads alive', function () {
       assert.equal(r.killed, false);
       assert.equal(r.code, 0, r.stderr);
       assert.equal(r.stdout.trim(), 'main granted');
+    });
+
+    it('a main thread whose request waits behind a lock it leaked itself ends on its own (a deadlocked test run), saying hasRef() false', async function () {
+      const r = await runNode(`
+        const asyncHooks = require('node:async_hooks');
+        let resource;
+        asyncHooks.createHook({ init(id, type, trigger, r) { if (type === 'WebLocks') resource = r; } }).enable();
+        const { locks } = require(process.env.PKG);
+        locks.request('leaked', () => new Promise(() => {}));
+        locks.request('leaked', () => console.log('granted'));
+        locks.request('leaked', { mode: 'shared' }, () => console.log('granted'));
+        process.on('exit', () => console.log('exit', resource.hasRef()));
+      `);
+      assert.equal(r.killed, false, 'the process had to be killed: a request that only its own lock blocked kept it alive');
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout.trim(), 'exit false');
+    });
+
+    it('behind its own shared lock, an exclusive request does not keep it alive either, whoever else shares the lock', async function () {
+      const r = await runNode(`
+        const { Worker } = require('node:worker_threads');
+        const { locks } = require(process.env.PKG);
+        const w = new Worker(
+          "const { locks } = require(process.env.PKG);" +
+          "const { parentPort } = require('node:worker_threads');" +
+          "locks.request('s', { mode: 'shared' }, () => { parentPort.postMessage('held'); setInterval(() => {}, 1000); return new Promise(() => {}); });",
+          { eval: true });
+        w.once('message', () => {
+          locks.request('s', { mode: 'shared' }, () => new Promise(() => {}));
+          locks.request('s', () => console.log('granted'));
+          w.unref(); // it stays busy, holding its shared lock, but not this thread
+          process.on('exit', () => console.log('exit'));
+        });
+      `);
+      assert.equal(r.killed, false, 'the process had to be killed');
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout.trim(), 'exit');
+    });
+
+    it('a request behind its own lock does not keep it alive, one behind another thread\'s lock does, both in one thread', async function () {
+      const r = await runNode(`
+        const { Worker } = require('node:worker_threads');
+        const { locks } = require(process.env.PKG);
+        locks.request('mine', () => new Promise(() => {}));
+        locks.request('mine', () => console.log('mine granted'));
+        const w = new Worker(
+          "const { locks } = require(process.env.PKG);" +
+          "const { parentPort } = require('node:worker_threads');" +
+          "locks.request('theirs', () => { parentPort.postMessage('held'); return new Promise((r) => setTimeout(r, 300)); });",
+          { eval: true });
+        w.once('message', () => {
+          w.unref(); // only the request on 'theirs' can keep this thread alive now
+          locks.request('theirs', () => console.log('theirs granted'));
+        });
+      `);
+      assert.equal(r.killed, false, 'the process had to be killed');
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout.trim(), 'theirs granted');
     });
 
     it("the thread's async resource says it keeps the loop alive (hasRef()) exactly while a request waits", async function () {
