@@ -17,8 +17,8 @@ function entry(subpath, condition) {
 }
 
 describe('ES modules', function () {
-  it('the exports map has import and require entries, with types, for "." and "./polyfill"', function () {
-    for (const subpath of ['.', './polyfill']) {
+  it('the exports map has import and require entries, with types, for ".", "./polyfill" and "./polyfill/force"', function () {
+    for (const subpath of ['.', './polyfill', './polyfill/force']) {
       for (const condition of ['import', 'require']) {
         const target = pkgJson.exports[subpath][condition];
         assert.equal(typeof target, 'object', `${subpath} ${condition}`);
@@ -79,6 +79,40 @@ describe('ES modules', function () {
         worker.once('error', reject);
       });
       assert.deepEqual(r, { named: ['installed'], sameDefault: true, sameInstalled: true, navigatorLocks: true, works: 'esm-polyfill' });
+    } finally {
+      await worker.terminate();
+    }
+  });
+
+  it('import of the forcing polyfill gives the same module as require(), with { installed } and a default (fresh worker)', async function () {
+    const worker = new Worker(`
+      const { parentPort, workerData } = require('node:worker_threads');
+      (async () => {
+        const esm = await import(workerData.polyfillImport);
+        const cjs = require(workerData.polyfillRequire);
+        const { locks } = await import(workerData.indexImport);
+        return {
+          named: Object.keys(esm).filter((k) => k !== 'default').sort(),
+          sameDefault: esm.default === cjs,
+          sameInstalled: esm.installed === cjs.installed,
+          navigatorLocks: navigator.locks === locks && esm.installed,
+          works: await navigator.locks.request('esm-force', (l) => l.name),
+        };
+      })().then((r) => parentPort.postMessage(r), (e) => parentPort.postMessage({ error: String(e && e.stack || e) }));
+    `, {
+      eval: true,
+      workerData: {
+        polyfillImport: pathToFileURL(entry('./polyfill/force', 'import')).href,
+        polyfillRequire: entry('./polyfill/force', 'require'),
+        indexImport: pathToFileURL(entry('.', 'import')).href,
+      },
+    });
+    try {
+      const r = await new Promise((resolve, reject) => {
+        worker.once('message', resolve);
+        worker.once('error', reject);
+      });
+      assert.deepEqual(r, { named: ['installed'], sameDefault: true, sameInstalled: true, navigatorLocks: true, works: 'esm-force' });
     } finally {
       await worker.terminate();
     }
