@@ -102,6 +102,7 @@ struct wlb_thread_s {
   uv_check_t check; /* woken by this thread: drains after this poll phase */
   uv_idle_t idle;   /* keeps that poll phase from blocking meanwhile */
   uv_prepare_t prepare; /* sees the loop about to wait (wlb__on_prepare) */
+  uv_timer_t quiet;     /* then asks whether it is stuck (wlb__on_quiet) */
   int open_handles;
   napi_env env;
   napi_ref exports;  /* returned again if this thread loads the addon twice */
@@ -383,24 +384,46 @@ static int wlb__stuck(wlb_thread_t *t) {
   return stuck;
 }
 
-/* The loop is about to wait for events. Waiting requests keep it alive,
- * except when nothing else does and only this thread could end their wait:
- * each is behind a lock its own agent holds, which only this thread's code
- * (which nothing will run) or another agent's steal (which is delivered
- * here, and ends this state) can release. Then the thread ends as one that
- * awaits a promise nothing will settle does, instead of hanging forever (a
- * test that deadlocks on a lock it leaked). Another thread or process
- * holding the lock keeps it waiting. */
+/* Waiting requests keep the loop alive, except when nothing else does and
+ * only this thread could end their wait: each is behind a lock its own agent
+ * holds, which only this thread's code (which nothing will run) or another
+ * agent's steal (which is delivered here, and ends this state) can release.
+ * Then the thread ends as one that awaits a promise nothing will settle
+ * does, instead of hanging forever (a test that deadlocks on a lock it
+ * leaked). Another thread or process holding the lock keeps it waiting.
+ *
+ * Whether the loop has nothing else to do is seen before each wait for
+ * events; whether the thread is stuck is asked (under the manager's mutex)
+ * once the loop has had nothing else to do for WLB_QUIET_MS, so that a
+ * thread that waits for others' locks again and again (a hand-off) does not
+ * take the mutex once more for each wait. */
+#define WLB_QUIET_MS 20
+
+static int wlb__idle_but_us(wlb_thread_t *t) {
+  int alive;
+
+  uv_unref((uv_handle_t *)&t->async);
+  alive = uv_loop_alive(t->loop);
+  uv_ref((uv_handle_t *)&t->async);
+  return !alive;
+}
+
+static void wlb__on_quiet(uv_timer_t *quiet) {
+  wlb_thread_t *t = wlb__container_of(quiet, wlb_thread_t, quiet);
+
+  if (t->waiting == 0 || t->stuck || !wlb__idle_but_us(t) || !wlb__stuck(t))
+    return;
+  t->stuck = 1;
+  uv_unref((uv_handle_t *)&t->async);
+}
+
 static void wlb__on_prepare(uv_prepare_t *prepare) {
   wlb_thread_t *t = wlb__container_of(prepare, wlb_thread_t, prepare);
 
-  if (t->waiting == 0 || t->stuck)
+  if (t->waiting == 0 || t->stuck || uv_is_active((uv_handle_t *)&t->quiet) ||
+      !wlb__idle_but_us(t))
     return;
-  uv_unref((uv_handle_t *)&t->async);
-  if (!uv_loop_alive(t->loop) && wlb__stuck(t))
-    t->stuck = 1;
-  else
-    uv_ref((uv_handle_t *)&t->async);
+  uv_timer_start(&t->quiet, wlb__on_quiet, WLB_QUIET_MS, 0);
 }
 
 static void wlb__on_check(uv_check_t *check) {
@@ -539,6 +562,7 @@ static void wlb__close_handles(wlb_thread_t *t) {
   uv_close((uv_handle_t *)&t->check, wlb__on_close);
   uv_close((uv_handle_t *)&t->idle, wlb__on_close);
   uv_close((uv_handle_t *)&t->prepare, wlb__on_close);
+  uv_close((uv_handle_t *)&t->quiet, wlb__on_close);
 }
 
 /* The environment is going away (thread exit, worker.terminate(), process
@@ -1113,7 +1137,8 @@ NAPI_MODULE_INIT() {
     wlb__throw_last(env);
     return NULL;
   }
-  /* uv_check_init, uv_idle_init and uv_prepare_init cannot fail. */
+  /* uv_check_init, uv_idle_init, uv_prepare_init and uv_timer_init cannot
+   * fail. */
   if (napi_async_init(env, resource, resource_name, &t->actx) != napi_ok ||
       uv_async_init(loop, &t->async, wlb__on_async) != 0) {
     if (t->actx != NULL && napi_async_destroy(env, t->actx) != napi_ok)
@@ -1127,12 +1152,15 @@ NAPI_MODULE_INIT() {
   uv_check_init(loop, &t->check);
   uv_idle_init(loop, &t->idle);
   uv_prepare_init(loop, &t->prepare);
+  uv_timer_init(loop, &t->quiet);
   t->async.data = t->check.data = t->idle.data = t->prepare.data = t;
-  t->open_handles = 4;
+  t->quiet.data = t;
+  t->open_handles = 5;
   /* Only pending requests keep the loop alive (see wlb_request). */
   uv_unref((uv_handle_t *)&t->async);
   uv_prepare_start(&t->prepare, wlb__on_prepare);
   uv_unref((uv_handle_t *)&t->prepare);
+  uv_unref((uv_handle_t *)&t->quiet);
   wlb__self = t;
   if (napi_add_async_cleanup_hook(env, wlb__teardown, t, &t->hook) == napi_ok) {
     if (wlb__define(env, exports, t) != NULL)
