@@ -370,7 +370,6 @@ static int wlb__stuck(wlb_thread_t *t) {
 
   if (waits != WL_WAITS_NOTHING && !stuck)
     return 0;
-#if WL_SHARED_MANAGER
   for (i = 0; i < t->nscopes; i++) {
     wlb_agent_t *a = t->scopes[i];
     if (a == NULL || a->closed)
@@ -380,7 +379,6 @@ static int wlb__stuck(wlb_thread_t *t) {
       return 0;
     stuck |= waits == WL_WAITS_ON_SELF;
   }
-#endif
   return stuck;
 }
 
