@@ -41,6 +41,11 @@
 
 #include "wl-internal.h"
 
+/* futex_waitv (Linux 5.16) has number 449 on every architecture; libc
+ * headers older than it (musl 1.2.3's) do not name it. */
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
 #ifndef FUTEX2_SIZE_U32
 #define FUTEX2_SIZE_U32 0x02
 #endif
@@ -84,15 +89,10 @@ static void wl__wake_all(uint32_t *word) { wl__futex(word, FUTEX_WAKE, INT_MAX);
 /* Sleeps until either word is not its value or is woken: the index of the
  * word that woke it, or -errno. */
 static int wl__wait2(uint32_t *a, uint32_t va, uint32_t *b, uint32_t vb) {
-#ifdef SYS_futex_waitv
   wl__waitv_t w[2] = {{va, (uintptr_t)a, FUTEX2_SIZE_U32, 0},
                       {vb, (uintptr_t)b, FUTEX2_SIZE_U32, 0}};
   long rc = syscall(SYS_futex_waitv, w, 2, 0, NULL, 0);
   return rc < 0 ? -errno : (int)rc;
-#else
-  (void)a, (void)va, (void)b, (void)vb;
-  return -ENOSYS;
-#endif
 }
 
 /* A watcher that died (the kernel cleared its TID and set
