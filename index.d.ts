@@ -5,8 +5,22 @@ export type LockMode = 'exclusive' | 'shared'
 export interface LockOptions {
   ifAvailable?: boolean
   mode?: LockMode
-  signal?: AbortSignal
+  signal?: AbortSignalLike
   steal?: boolean
+}
+
+/**
+ * An AbortSignal, as these declarations see it: lib.dom's and @types/node's
+ * fit, but neither is needed (a project without lib.dom or @types/node, e.g.
+ * TypeScript 6+'s default empty `types`, compiles). At run time only a real
+ * AbortSignal is accepted (Node's, or the global AbortSignal class's, e.g.
+ * jsdom's): anything else is a TypeError.
+ */
+export interface AbortSignalLike {
+  readonly aborted: boolean
+  readonly reason: any
+  addEventListener (type: 'abort', listener: (this: any, event: any) => any, options?: any): void
+  removeEventListener (type: 'abort', listener: (this: any, event: any) => any, options?: any): void
 }
 
 // lib.dom marks every member of these two optional (WebIDL dictionaries);

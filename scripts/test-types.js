@@ -2,7 +2,7 @@
 'use strict'
 
 // Type tests (npm run test:types). For each environment in test/types/
-// (@types/node 24, @types/node 22, lib.dom):
+// (none: es2022 only, @types/node 24, @types/node 22, lib.dom):
 //   tsconfig.<env>.json         the ok files: tsc must succeed, silently;
 //   tsconfig.<env>.errors.json  errors.ts, errors.mts: tsc must fail with
 //                               exactly the errors announced on their lines
@@ -14,7 +14,7 @@ const path = require('node:path')
 
 const ROOT = path.resolve(__dirname, '..')
 const DIR = path.join(ROOT, 'test', 'types')
-const ENVS = ['node24', 'node22', 'dom']
+const ENVS = ['bare', 'node24', 'node22', 'dom']
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
 
 function tsc (config) {

@@ -30,6 +30,7 @@ export async function misuse (): Promise<void> {
   // Unknown option, wrongly typed option.
   await locks.request('a', { exclusive: true }, () => {}) // error TS2353
   await locks.request('a', { signal: 'abort' }, () => {}) // error TS2322
+  await locks.request('a', { signal: { aborted: false } }, () => {}) // error TS2739
 
   // The result type is the callback's, awaited.
   const n: number = await locks.request('a', async () => 'text') // error TS2322
@@ -56,4 +57,11 @@ export async function misuse (): Promise<void> {
   // The polyfill exports one boolean.
   const flag: string = installed // error TS2322
   void options, n, p, first, flag
+
+  // The polyfill's globals are typed as the spec's (lib.dom's), whichever
+  // environment: navigator.locks may be the platform's, without a token.
+  await navigator.locks.request('a', (lock) => lock?.token) // error TS2339
+  await navigator.locks.request('a', { mode: 'write' }, () => {}) // error TS2322
+  const mine: LockManager = navigator.locks // error TS2322
+  void mine
 }

@@ -12,3 +12,9 @@ export async function both (): Promise<string> {
   const ours = await locks.request('a', { signal: new AbortController().signal }, (lock) => lock?.name ?? '')
   return ours + await navigator.locks.request('a', (lock) => lock?.name ?? '')
 }
+
+// lib.dom's LockOptions (its AbortSignal) are accepted as options.
+export async function domOptions (): Promise<void> {
+  const options: globalThis.LockOptions = { mode: 'shared', signal: AbortSignal.timeout(1000) }
+  await locks.request('a', options, () => {})
+}

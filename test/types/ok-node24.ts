@@ -11,3 +11,12 @@ export const builtin: workerThreads.LockManager = navigator.locks
 export async function both (): Promise<[number, number]> {
   return [await locks.request('a', () => 1), await navigator.locks.request('a', () => 2)]
 }
+
+// Node's AbortSignal is accepted as a signal, and Node's LockOptions as
+// options.
+export async function signals (): Promise<number> {
+  const controller = new AbortController()
+  await locks.request('a', { signal: controller.signal }, () => 1)
+  const options: workerThreads.LockOptions = { mode: 'shared', signal: AbortSignal.timeout(1000) }
+  return locks.request('a', options, () => 2)
+}

@@ -1,9 +1,12 @@
 // Must compile: the same from an ES module, through the "import" condition
-// (index.d.mts, polyfill.d.mts), including default imports.
+// (index.d.mts, polyfill.d.mts, polyfill/force.d.mts), including default
+// imports.
 import webLocks, { locks, Lock, LockManager } from 'web-locks'
 import type { LockMode } from 'web-locks'
 import polyfill, { installed } from 'web-locks/polyfill'
 import 'web-locks/polyfill'
+import force, { installed as forced } from 'web-locks/polyfill/force'
+import 'web-locks/polyfill/force'
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false
 type Expect<T extends true> = T
@@ -14,6 +17,8 @@ const mode: LockMode | undefined = await webLocks.locks.request('a', (lock) => l
 type _default = Expect<Equal<typeof webLocks.locks, LockManager>>
 type _polyfill = Expect<Equal<typeof polyfill.installed, boolean>>
 const flag: boolean = installed
+type _force = Expect<Equal<typeof force.installed, boolean>>
+const forcedFlag: boolean = forced
 
 // One set of types for both module formats: the classes that `import` gives
 // are the ones that `require()` gives.
@@ -22,7 +27,7 @@ type CjsLockManager = import('web-locks', { with: { 'resolution-mode': 'require'
 type _sameLock = Expect<Equal<CjsLock, Lock>>
 type _sameManager = Expect<Equal<CjsLockManager, LockManager>>
 
-export { mode, flag }
+export { mode, flag, forcedFlag }
 
 const scope = await webLocks.openLockManager('app')
 await scope.close()

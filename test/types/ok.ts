@@ -1,15 +1,18 @@
 // Must compile (under every tsconfig.*.json here that lists it): typed use
 // of the package from a CommonJS module, through the "require" condition.
+// No global of lib.dom or @types/node is used (tsconfig.bare.json has none):
+// the ok-<env>.ts files pass real AbortSignals.
 import { locks, Lock, LockManager } from 'web-locks'
-import type { LockGrantedCallback, LockInfo, LockManagerSnapshot, LockMode, LockOptions } from 'web-locks'
+import type { AbortSignalLike, LockGrantedCallback, LockInfo, LockManagerSnapshot, LockMode, LockOptions } from 'web-locks'
 import { installed } from 'web-locks/polyfill'
+import { installed as forced } from 'web-locks/polyfill/force'
 import webLocks = require('web-locks')
 
 // Exact type equality: Expect<Equal<A, B>> fails to compile unless A is B.
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false
 type Expect<T extends true> = T
 
-export async function requests (): Promise<void> {
+export async function requests (signal: AbortSignalLike): Promise<void> {
   // request(name, callback): the result is the callback's, awaited.
   const n = locks.request('a', () => 42)
   type _n = Expect<Equal<typeof n, Promise<number>>>
@@ -35,8 +38,7 @@ export async function requests (): Promise<void> {
   type _typed = Expect<Equal<typeof typed, LockMode | undefined>>
 
   // request(name, options, callback), with every option.
-  const controller = new AbortController()
-  const shared = locks.request('a', { mode: 'shared', signal: controller.signal }, async (lock) => lock !== null)
+  const shared = locks.request('a', { mode: 'shared', signal }, async (lock) => lock !== null)
   type _shared = Expect<Equal<typeof shared, Promise<boolean>>>
   await locks.request('a', { ifAvailable: true }, (lock) => lock ?? 'busy')
   await locks.request('a', { steal: true, mode: 'exclusive' }, () => undefined)
@@ -64,8 +66,10 @@ export function classes (value: unknown): void {
   void manager
 }
 
-// The polyfill's one export, and the whole module as a namespace.
+// The polyfill's one export (web-locks/polyfill/force's too), and the whole
+// module as a namespace.
 export const polyfilled: boolean = installed
+export const forcedIn: boolean = forced
 type _ns = Expect<Equal<typeof webLocks.locks, LockManager>>
 
 export async function shared (): Promise<void> {

@@ -1,0 +1,9 @@
+// Must compile with @types/node 22 (no Web Locks there): Node's AbortSignal
+// is accepted as a signal.
+import { locks } from 'web-locks'
+
+export async function signals (): Promise<number> {
+  const controller = new AbortController()
+  await locks.request('a', { signal: controller.signal }, () => 1)
+  return locks.request('a', { signal: AbortSignal.any([controller.signal, AbortSignal.timeout(1000)]) }, () => 2)
+}
