@@ -9,11 +9,18 @@
 // with), it must load that prebuild
 // from CommonJS and ES modules. Without a prebuild, install compiles (with a
 // compiler), or fails (without one).
+//
+// npm 11's install-script policy (allowScripts, --strict-allow-scripts) is
+// tested on installs from a registry of the test's own (a worker thread
+// serving the tarball and its dependency on 127.0.0.1): the policy matches
+// registry packages by name, which a tarball install is not.
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
+const { execFileSync, spawnSync } = require('node:child_process');
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { Worker } = require('node:worker_threads');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const PREBUILD_DIR = `prebuilds/${process.platform}-${process.arch}`;
@@ -80,10 +87,75 @@ function userEnv(PATH) {
   return env;
 }
 
-function freshProject(dir) {
+function freshProject(dir, fields = {}) {
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: path.basename(dir), version: '1.0.0', private: true }, null, 2));
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: path.basename(dir), version: '1.0.0', private: true, ...fields }, null, 2));
   return dir;
+}
+
+// A registry on 127.0.0.1 that serves these tarballs (and their packuments),
+// in a worker thread: spawnSync() blocks this thread while npm talks to it.
+const REGISTRY = `
+  const http = require('node:http');
+  const fs = require('node:fs');
+  const { parentPort, workerData } = require('node:worker_threads');
+  const server = http.createServer((req, res) => {
+    const url = decodeURIComponent(req.url.split('?')[0]);
+    for (const p of workerData) {
+      if (url === '/' + p.manifest.name) {
+        const version = Object.assign({}, p.manifest, { _id: p.manifest.name + '@' + p.manifest.version, dist: p.dist(server) });
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ name: p.manifest.name, 'dist-tags': { latest: p.manifest.version }, versions: { [p.manifest.version]: version } }));
+        return;
+      }
+      if (url === p.path) {
+        res.end(fs.readFileSync(p.file));
+        return;
+      }
+    }
+    res.statusCode = 404;
+    res.end('{}');
+  });
+  for (const p of workerData) {
+    p.dist = (s) => ({ tarball: 'http://127.0.0.1:' + s.address().port + p.path, integrity: p.integrity, shasum: p.shasum });
+  }
+  server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));
+`;
+
+async function startRegistry(tarballs) {
+  const packages = tarballs.map((file) => {
+    const manifest = JSON.parse(execFileSync('tar', ['-xzOf', file, 'package/package.json'], { encoding: 'utf8' }));
+    const data = fs.readFileSync(file);
+    return {
+      manifest,
+      file,
+      path: `/${manifest.name}/-/${manifest.name}-${manifest.version}.tgz`,
+      integrity: `sha512-${crypto.createHash('sha512').update(data).digest('base64')}`,
+      shasum: crypto.createHash('sha1').update(data).digest('hex'),
+    };
+  });
+  const worker = new Worker(REGISTRY, { eval: true, workerData: packages });
+  const port = await new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  return { url: `http://127.0.0.1:${port}/`, close: () => worker.terminate() };
+}
+
+// npm install web-locks@<version> from a registry of startRegistry(), with
+// a cache of its own (nothing of the test's registry in the user's cache);
+// other hosts stay behind userEnv's dead proxy.
+function registryInstall(project, registry, env, extra = []) {
+  const { version } = require(path.join(ROOT, 'package.json'));
+  return run(process.execPath, [NPM_CLI, 'install', '--no-audit', '--no-fund', '--loglevel=warn', ...extra, `web-locks@${version}`], {
+    cwd: project,
+    env: Object.assign({}, env, {
+      npm_config_registry: registry.url,
+      npm_config_offline: 'false',
+      npm_config_noproxy: '127.0.0.1',
+      npm_config_cache: path.join(project, '.npm-cache'),
+    }),
+  });
 }
 
 function npmInstall(project, tarball, env, extra = []) {
@@ -134,6 +206,7 @@ describe('the packed package', function () {
   let tarball;
   let files;
   let nodeOnlyPath; // a PATH with node, npm and sh, and nothing else
+  let depTarballs; // the package's dependencies' tarballs, from npm's cache
 
   before(function () {
     if (!NPM_CLI) this.skip();
@@ -150,9 +223,18 @@ describe('the packed package', function () {
     // cache, which `npm ci` fills with its tarball but not with the registry
     // metadata a range needs: fetch both now, while the registry is there.
     const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+    const deps = path.join(tmp, 'deps');
+    fs.mkdirSync(deps);
+    depTarballs = [];
     for (const dep of Object.keys(require(path.join(ROOT, 'package.json')).dependencies)) {
       const { version } = lock.packages[`node_modules/${dep}`];
       check(run(process.execPath, [NPM_CLI, 'cache', 'add', `${dep}@${version}`], { cwd: ROOT }), `npm cache add ${dep}@${version}`);
+      // Its tarball, for the test's registry (the registry's own, from the cache).
+      const r = check(run(process.execPath, [NPM_CLI, 'pack', '--offline', '--json', '--pack-destination', deps, `${dep}@${version}`], {
+        cwd: deps,
+        env: userEnv(process.env.PATH),
+      }), `npm pack ${dep}@${version}`);
+      depTarballs.push(path.join(deps, JSON.parse(r.stdout.slice(r.stdout.search(/^\[$/m)))[0].filename));
     }
 
     const bin = path.join(tmp, 'bin');
@@ -171,6 +253,7 @@ describe('the packed package', function () {
     const prebuilds = files.filter((f) => f.startsWith('prebuilds/'));
     assert.deepEqual(prebuilds, [`${PREBUILD_DIR}/${PREBUILD}`], 'one Node-API prebuild, named for no particular Node ABI, tagged glibc');
     for (const f of ['lib/index.js', 'lib/index.mjs', 'lib/polyfill.js', 'lib/polyfill.mjs', 'polyfill.js',
+      'lib/polyfill-force.js', 'lib/polyfill-force.mjs', 'polyfill/force.js', 'polyfill/force.d.ts', 'polyfill/force.d.mts',
       'index.d.ts', 'index.d.mts', 'polyfill.d.ts', 'polyfill.d.mts', 'binding.gyp', 'src/binding.c', 'package.json',
       'lib/postgres-schema.sql', 'lib/postgres-migrations/001-layout-1.sql', 'lib/postgres-migrations/002-agent-channels.sql', 'LICENSE']) {
       assert.ok(files.includes(f), `${f} is in the tarball`);
@@ -225,12 +308,82 @@ describe('the packed package', function () {
     });
   });
 
-  it('installed with install scripts blocked (--ignore-scripts, or an npm allowScripts policy), still loads the prebuild', function () {
+  it('installed with install scripts blocked (--ignore-scripts), still loads the prebuild', function () {
     const project = freshProject(path.join(tmp, 'app-no-scripts'));
     const env = userEnv(nodeOnlyPath);
     check(npmInstall(project, tarball, env, ['--ignore-scripts']), 'npm install --ignore-scripts of the tarball');
     const r = check(run(process.execPath, ['-e', CJS_CHECK], { cwd: project, env }), 'the CommonJS check');
     assert.deepEqual(JSON.parse(r.stdout).lock, { name: 'cjs', mode: 'exclusive' });
+  });
+
+  // npm 11: a dependency's install script runs (with a warning) unless the
+  // project's allowScripts policy denies it; --strict-allow-scripts (or
+  // strict-allow-scripts=true in .npmrc) makes an unreviewed one an error.
+  // Allowed, the script (node-gyp-build) finds the prebuild and compiles
+  // nothing; denied, it does not run, and the prebuild is loaded anyway.
+  describe("under npm's install-script policy, --strict-allow-scripts (npm 11)", function () {
+    let registry;
+    let env;
+    before(function () {
+      if (run(process.execPath, [NPM_CLI, 'install-scripts', '--help'], { env: userEnv(process.env.PATH) }).status !== 0) {
+        this.skip(); // an npm without the policy
+      }
+      env = userEnv(nodeOnlyPath);
+      return startRegistry([tarball, ...depTarballs]).then((r) => { registry = r; });
+    });
+
+    after(function () {
+      if (registry) return registry.close();
+    });
+
+    function loadsThePrebuild(project) {
+      const pkg = path.join(project, 'node_modules', 'web-locks');
+      assert.ok(!fs.existsSync(path.join(pkg, 'build')), 'no build/ directory');
+      const r = check(run(process.execPath, ['-e', CJS_CHECK], { cwd: project, env }), 'the CommonJS check');
+      const out = JSON.parse(r.stdout);
+      assert.deepEqual(out.lock, { name: 'cjs', mode: 'exclusive' });
+      assert.equal(fs.realpathSync(out.addon), fs.realpathSync(path.join(pkg, PREBUILD_DIR, PREBUILD)));
+    }
+
+    it('with no allowScripts entry for web-locks, the install fails with npm\'s policy error, naming its install script', function () {
+      const project = freshProject(path.join(tmp, 'policy-none'));
+      const r = registryInstall(project, registry, env, ['--strict-allow-scripts']);
+      assert.notEqual(r.status, 0, `install succeeded:\n${r.stdout}\n${r.stderr}`);
+      assert.match(r.stderr, /ESTRICTALLOWSCRIPTS/);
+      assert.match(r.stderr, /web-locks@\S+ \(install: node-gyp-build\)/);
+      assert.ok(!fs.existsSync(path.join(project, 'node_modules', 'web-locks')), 'nothing installed');
+    });
+
+    it('denied ("allowScripts": {"web-locks": false}): installs, runs no script, and loads the prebuild', function () {
+      const project = freshProject(path.join(tmp, 'policy-denied'), { allowScripts: { 'web-locks': false } });
+      const r = check(registryInstall(project, registry, env, ['--strict-allow-scripts']), 'npm install, denied');
+      assert.doesNotMatch(r.stderr, /allowScripts/, 'no warning about web-locks');
+      loadsThePrebuild(project);
+    });
+
+    it('allowed ("allowScripts": {"web-locks": true}): installs, and loads the prebuild', function () {
+      const project = freshProject(path.join(tmp, 'policy-allowed'), { allowScripts: { 'web-locks': true } });
+      const r = check(registryInstall(project, registry, env, ['--strict-allow-scripts']), 'npm install, allowed');
+      assert.doesNotMatch(r.stderr, /allowScripts/, 'no warning about web-locks');
+      loadsThePrebuild(project);
+    });
+
+    it('allowed in the project\'s .npmrc (allow-scripts=web-locks, with strict-allow-scripts=true there too)', function () {
+      const project = freshProject(path.join(tmp, 'policy-npmrc'));
+      fs.writeFileSync(path.join(project, '.npmrc'), 'strict-allow-scripts=true\nallow-scripts=web-locks\n');
+      check(registryInstall(project, registry, env), 'npm install, allowed in .npmrc');
+      loadsThePrebuild(project);
+    });
+
+    it('the name does not cover a tarball install: its entry is the tarball\'s file: spec (as `npm install-scripts approve` writes it)', function () {
+      const byName = freshProject(path.join(tmp, 'policy-tarball-name'), { allowScripts: { 'web-locks': true } });
+      const r = npmInstall(byName, tarball, env, ['--strict-allow-scripts']);
+      assert.notEqual(r.status, 0, `install succeeded:\n${r.stdout}\n${r.stderr}`);
+      assert.match(r.stderr, /ESTRICTALLOWSCRIPTS/);
+      const bySpec = freshProject(path.join(tmp, 'policy-tarball-spec'), { allowScripts: { [`file:${tarball}`]: false } });
+      check(npmInstall(bySpec, tarball, env, ['--strict-allow-scripts']), 'npm install of the tarball, denied by its file: spec');
+      loadsThePrebuild(bySpec);
+    });
   });
 
   describe('without a prebuild that fits', function () {
@@ -274,6 +427,23 @@ describe('the packed package', function () {
       const project = freshProject(path.join(tmp, 'app-no-compiler'));
       const r = npmInstall(project, bare, userEnv(nodeOnlyPath));
       assert.notEqual(r.status, 0, `install succeeded:\n${r.stdout}\n${r.stderr}`);
+    });
+
+    it('denied by npm\'s allowScripts policy, the install runs no script: nothing is built, and require() says so', function () {
+      if (run(process.execPath, [NPM_CLI, 'install-scripts', '--help'], { env: userEnv(process.env.PATH) }).status !== 0) this.skip();
+      const env = userEnv(process.env.PATH); // a compiler at hand: it is not used
+      if (!env.npm_config_nodedir && localNodedir()) env.npm_config_nodedir = localNodedir();
+      return startRegistry([bare, ...depTarballs]).then((registry) => {
+        try {
+          const project = freshProject(path.join(tmp, 'policy-denied-bare'), { allowScripts: { 'web-locks': false } });
+          check(registryInstall(project, registry, env, ['--strict-allow-scripts']), 'npm install, denied, without prebuilds');
+          assert.ok(!fs.existsSync(path.join(project, 'node_modules', 'web-locks', 'build')), 'nothing built');
+          const r = check(run(process.execPath, ['-e', "try { require('web-locks') } catch (e) { console.log(e.code) }"], { cwd: project, env }), 'require');
+          assert.equal(r.stdout.trim(), 'ENOBUILD');
+        } finally {
+          registry.close();
+        }
+      });
     });
   });
 });
