@@ -40,7 +40,8 @@ function loadBinding (root) {
     const missing = new Error(`web-locks: no native build for ${process.platform}-${process.arch} in ${root}. ` +
       `Prebuilt binaries come for ${prebuilt.length > 0 ? prebuilt.join(', ') : 'no platform in this copy'}; ` +
       'elsewhere the addon is compiled when the package is installed, which needs a C compiler, make and Python ' +
-      "(node-gyp's requirements). Install them, then run: npm rebuild web-locks")
+      "(node-gyp's requirements). Install them, then run: npm rebuild web-locks " +
+      "(where your project's allowScripts denies web-locks, allow it first: npm install-scripts approve web-locks)")
     missing.code = 'ENOBUILD'
     missing.cause = error
     throw missing
