@@ -29,6 +29,15 @@ module.exports = binding
 // Where there is neither, say what to do rather than node-gyp-build's bare
 // "No native build was found".
 function loadBinding (root) {
+  // Deno's Node-API does not export every libuv function the addon uses
+  // (loading it would end the process), and crashes in napi_make_callback
+  // from a libuv callback, which is how every grant is delivered.
+  if (process.versions.deno !== undefined) {
+    const unsupported = new Error(`web-locks: Deno ${process.versions.deno} cannot run this addon: its Node-API lacks libuv functions ` +
+      'the addon needs, and crashes when an addon calls back into JavaScript from the event loop. Use Node.js or Bun.')
+    unsupported.code = 'ENOTSUP'
+    throw unsupported
+  }
   try {
     return require('node-gyp-build')(root)
   } catch (error) {
@@ -62,7 +71,7 @@ function setUp () {
       request.token = hi === 0 ? io[IO_TOKEN_LO] : wideToken(hi, io[IO_TOKEN_LO])
     }
     request.deliver(events)
-  }, randomUUID())
+  }, randomUUID(), process.versions.bun === undefined)
   // A Number while exact (below 2 ** 53), else a BigInt.
   function wideToken (hi, lo) {
     return hi < 0x200000 ? hi * 0x100000000 + lo : (SafeBigInt(hi) << 32n) + SafeBigInt(lo)

@@ -54,7 +54,11 @@ function useDOMException (Class) {
   } catch {}
 }
 
-const nodeSignalPrototype = getPrototypeOf(transferableAbortController().signal)
+// Node's AbortSignal.prototype; where util has no transferableAbortController
+// (Bun), the global AbortController's, as this package finds it at load.
+const nodeSignalPrototype = getPrototypeOf(typeof transferableAbortController === 'function'
+  ? transferableAbortController().signal
+  : new AbortController().signal)
 
 module.exports = {
   ReflectApply,

@@ -113,6 +113,11 @@ function openHost (binding, { file, size, mode }) {
   if (typeof binding.open !== 'function') {
     throw domException(fail('this build of web-locks has no machine-wide lock manager (it needs Linux).'), 'NotSupportedError')
   }
+  // Bun aborts the process when an addon polls a descriptor (uv_poll_init),
+  // which is how another process wakes this one.
+  if (process.versions.bun !== undefined) {
+    throw domException(fail('the machine-wide lock manager does not run under Bun (it has no uv_poll for addons).'), 'NotSupportedError')
+  }
   let handle
   try {
     handle = binding.open(file, size, mode, randomUUID())

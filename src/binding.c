@@ -663,17 +663,20 @@ static int wlb__make_io(napi_env env, wlb_thread_t *t) {
   return 0;
 }
 
-/* setup(dispatch, clientId) -> the thread's io array: called once per
- * thread by lib/. */
+/* setup(dispatch, clientId, stuckCheck) -> the thread's io array: called
+ * once per thread by lib/. stuckCheck: whether a thread whose waiting
+ * requests are all behind its own locks may end (wlb__on_prepare), which
+ * needs uv_loop_alive (Bun aborts the process on it). */
 static napi_value wlb_setup(napi_env env, napi_callback_info info) {
-  napi_value argv[2], io;
+  napi_value argv[3], io;
   wlb_thread_t *t;
   napi_valuetype type;
   char client_id[WL_CLIENT_ID_MAX + 1];
   size_t len;
+  bool stuck_check;
   int rc;
 
-  if (wlb__args(env, info, 2, argv, &t) != 0)
+  if (wlb__args(env, info, 3, argv, &t) != 0)
     return NULL;
   WLB_CALL(env, napi_typeof(env, argv[0], &type));
   if (type != napi_function || t->dispatch != NULL) {
@@ -682,6 +685,7 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   }
   WLB_CALL(env, napi_get_value_string_latin1(env, argv[1], client_id,
                                              sizeof(client_id), &len));
+  WLB_CALL(env, napi_get_value_bool(env, argv[2], &stuck_check));
   if (t->io_ref == NULL && wlb__make_io(env, t) != 0)
     return NULL;
   WLB_CALL(env, napi_get_reference_value(env, t->io_ref, &io));
@@ -698,6 +702,8 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
     wlb__throw_last(env);
     return NULL;
   }
+  if (stuck_check)
+    uv_prepare_start(&t->prepare, wlb__on_prepare);
   return io;
 }
 
@@ -1156,7 +1162,6 @@ NAPI_MODULE_INIT() {
   t->open_handles = 5;
   /* Only pending requests keep the loop alive (see wlb_request). */
   uv_unref((uv_handle_t *)&t->async);
-  uv_prepare_start(&t->prepare, wlb__on_prepare);
   uv_unref((uv_handle_t *)&t->prepare);
   uv_unref((uv_handle_t *)&t->quiet);
   wlb__self = t;

@@ -8,6 +8,15 @@ const { execFile } = require('node:child_process');
 const { PKG, api, uniq, hold, stateOf, delay } = require('./fixtures/util');
 const { spawnScript, terminateAll } = require('./fixtures/agent');
 
+// Under Bun a waiting request keeps its thread alive whatever blocks it (Bun
+// has no uv_loop_alive, which telling a stuck thread needs: see README).
+function needsStuckCheck(test) {
+  if (process.versions.bun !== undefined) {
+    test.test.title += ' (pending: not under Bun)';
+    test.skip();
+  }
+}
+
 function runNode(code, timeout = 10000) {
   return new Promise((resolve) => {
     execFile(process.execPath, ['-e', code], { timeout, env: Object.assign({}, process.env, { PKG }) }, (error, stdout, stderr) => {
@@ -127,6 +136,7 @@ describe('keeping threads alive', function () {
   });
 
   it('a worker whose request waits behind its own lock ends on its own: its lock is released and its request gone', async function () {
+    needsStuckCheck(this);
     const name = uniq('ka-self');
     const w = spawnScript(`
       locks.request(workerData.name, () => new Promise(() => {}));
@@ -193,6 +203,7 @@ describe('keeping threads alive', function () {
     });
 
     it('a main thread whose request waits behind a lock it leaked itself ends on its own (a deadlocked test run), saying hasRef() false', async function () {
+      needsStuckCheck(this);
       const r = await runNode(`
         const asyncHooks = require('node:async_hooks');
         let resource;
@@ -209,6 +220,7 @@ describe('keeping threads alive', function () {
     });
 
     it('behind its own shared lock, an exclusive request does not keep it alive either, whoever else shares the lock', async function () {
+      needsStuckCheck(this);
       const r = await runNode(`
         const { Worker } = require('node:worker_threads');
         const { locks } = require(process.env.PKG);
@@ -230,6 +242,7 @@ describe('keeping threads alive', function () {
     });
 
     it('a request behind its own lock does not keep it alive, one behind another thread\'s lock does, both in one thread', async function () {
+      needsStuckCheck(this);
       const r = await runNode(`
         const { Worker } = require('node:worker_threads');
         const { locks } = require(process.env.PKG);
@@ -251,6 +264,7 @@ describe('keeping threads alive', function () {
     });
 
     it("the thread's async resource says it keeps the loop alive (hasRef()) exactly while a request waits", async function () {
+      if (process.versions.bun !== undefined) this.skip(); // no async_hooks.createHook in Bun
       // As jest's --detectOpenHandles asks every async resource still there.
       const r = await runNode(`
         const asyncHooks = require('node:async_hooks');

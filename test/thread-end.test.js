@@ -111,8 +111,12 @@ describe('a thread that ends', function () {
     `, { name });
     await w.message((m) => m === 'granted');
     const order = queueBehind(name);
-    assert.equal(await w.exited, 1);
-    assert.match(String(w.errors[0] && w.errors[0].message), /callback failure nobody handles/);
+    const code = await w.exited;
+    // Bun ends such a worker with exit code 0, and no error event.
+    if (process.versions.bun === undefined) {
+      assert.equal(code, 1);
+      assert.match(String(w.errors[0] && w.errors[0].message), /callback failure nobody handles/);
+    }
     assert.deepEqual(await order, [1, 2, 3]);
   });
 

@@ -2,13 +2,15 @@
 // The published package (npm run test:pack; not part of the default suite:
 // it packs, which rebuilds the addon, and installs, which takes seconds).
 //
-// `npm pack` runs prepack (prebuildify --napi --strip), so the tarball
-// carries a stripped Node-API prebuild. Installed into a fresh project with
+// `npm pack` runs prepack (scripts/prebuild.js), so the tarball carries
+// stripped Node-API prebuilds for Linux x64 and arm64, glibc and musl, which
+// scripts/check-prebuilds.js checks. Installed into a fresh project with
 // no network (npm --offline, and a dead proxy should npm try anyway) and no
 // compiler on PATH (PATH holds only node, npm and sh, which npm runs scripts
 // with), it must load that prebuild
-// from CommonJS and ES modules. Without a prebuild, install compiles (with a
-// compiler), or fails (without one).
+// from CommonJS and ES modules, and an arm64 node under qemu-user must load
+// the arm64 one. Without a prebuild, install compiles (with a compiler), or
+// fails (without one).
 //
 // npm 11's install-script policy (allowScripts, --strict-allow-scripts) is
 // tested on installs from a registry of the test's own (a worker thread
@@ -22,11 +24,15 @@ const os = require('node:os');
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
 
+const { arm64Node } = require('../../scripts/arm64-node.js');
+
 const ROOT = path.resolve(__dirname, '..', '..');
 const PREBUILD_DIR = `prebuilds/${process.platform}-${process.arch}`;
-// prepack tags the prebuild with its C library, so that a musl system does
-// not load a glibc build; this machine is glibc.
+// Each prebuild is tagged with its C library, so that a musl system does not
+// load a glibc build; this machine is glibc.
 const PREBUILD = 'web-locks.glibc.node';
+const PREBUILDS = ['linux-arm64/web-locks.glibc.node', 'linux-arm64/web-locks.musl.node',
+  'linux-x64/web-locks.glibc.node', 'linux-x64/web-locks.musl.node'].map((f) => `prebuilds/${f}`);
 
 function run(command, args, options = {}) {
   const r = spawnSync(command, args, Object.assign({ encoding: 'utf8', maxBuffer: 64 << 20 }, options));
@@ -212,7 +218,7 @@ describe('the packed package', function () {
     if (!NPM_CLI) this.skip();
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-pack-'));
 
-    // npm pack, with its prepack (prebuildify). Build logs share stdout with
+    // npm pack, with its prepack (scripts/prebuild.js). Build logs share stdout with
     // the JSON report, which comes last.
     const packed = check(run(process.execPath, [NPM_CLI, 'pack', '--json', '--pack-destination', tmp], { cwd: ROOT }), 'npm pack');
     const report = JSON.parse(packed.stdout.slice(packed.stdout.search(/^\[$/m)))[0];
@@ -249,9 +255,9 @@ describe('the packed package', function () {
     if (tmp && !process.env.WEB_LOCKS_KEEP_TMP) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('holds a stripped Node-API prebuild for this platform, the ES module and type files, the SQL and the license, and no build output', function () {
-    const prebuilds = files.filter((f) => f.startsWith('prebuilds/'));
-    assert.deepEqual(prebuilds, [`${PREBUILD_DIR}/${PREBUILD}`], 'one Node-API prebuild, named for no particular Node ABI, tagged glibc');
+  it('holds stripped Node-API prebuilds for Linux x64 and arm64, glibc and musl, the ES module and type files, the SQL and the license, and no build output', function () {
+    const prebuilds = files.filter((f) => f.startsWith('prebuilds/')).sort();
+    assert.deepEqual(prebuilds, PREBUILDS, 'Node-API prebuilds, named for no particular Node ABI, tagged with their C library');
     for (const f of ['lib/index.js', 'lib/index.mjs', 'lib/polyfill.js', 'lib/polyfill.mjs', 'polyfill.js',
       'lib/polyfill-force.js', 'lib/polyfill-force.mjs', 'polyfill/force.js', 'polyfill/force.d.ts', 'polyfill/force.d.mts',
       'index.d.ts', 'index.d.mts', 'polyfill.d.ts', 'polyfill.d.mts', 'binding.gyp', 'src/binding.c', 'package.json',
@@ -259,11 +265,16 @@ describe('the packed package', function () {
       assert.ok(files.includes(f), `${f} is in the tarball`);
     }
     assert.deepEqual(files.filter((f) => /^(build|test|scripts|bench|node_modules)\//.test(f)), []);
-    const prebuild = fs.readFileSync(path.join(ROOT, PREBUILD_DIR, PREBUILD));
-    if (process.platform === 'linux') {
+    for (const file of PREBUILDS) {
       // An ELF file keeps a .symtab section unless stripped.
-      assert.ok(!prebuild.includes('.symtab'), 'the prebuild is stripped');
+      assert.ok(!fs.readFileSync(path.join(ROOT, file)).includes('.symtab'), `${file} is stripped`);
     }
+  });
+
+  it('every prebuild needs glibc 2.28 at most, or musl, and imports only what node and its C library have (scripts/check-prebuilds.js)', function () {
+    const r = run(process.execPath, [path.join(ROOT, 'scripts', 'check-prebuilds.js'), path.join(ROOT, 'prebuilds')]);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.equal(r.stdout.split('\n').filter((line) => line.startsWith('ok ')).length, PREBUILDS.length, r.stdout);
   });
 
   it('the test PATH has no compiler or build tool on it', function () {
@@ -305,6 +316,20 @@ describe('the packed package', function () {
       assert.deepEqual(out.lock, { name: 'esm', mode: 'exclusive' });
       assert.ok(out.viaNavigator === 'esm-polyfill' || out.viaNavigator === 'built-in kept');
       assert.equal(out.sameAsRequire, true);
+    });
+
+    it('an arm64 node (under qemu-user) loads the arm64 glibc prebuild from the same install, and takes locks', function () {
+      this.timeout(120000);
+      const node = arm64Node();
+      if (node.missing) {
+        this.test.title += ` (pending: ${node.missing})`;
+        this.skip();
+      }
+      const r = check(run(node.bin, ['-e', CJS_CHECK], { cwd: project, env: Object.assign({}, env, node.env) }), 'the CommonJS check on arm64');
+      const out = JSON.parse(r.stdout);
+      assert.deepEqual(out.lock, { name: 'cjs', mode: 'exclusive' });
+      assert.equal(out.blocked, true);
+      assert.equal(fs.realpathSync(out.addon), fs.realpathSync(path.join(project, 'node_modules', 'web-locks', 'prebuilds', 'linux-arm64', PREBUILD)));
     });
   });
 

@@ -13,8 +13,8 @@ const WORK = path.join(__dirname, 'work') // gitignored
 
 // A copy of test/runners/fixture in test/runners/work/, whose
 // node_modules/web-locks is a copy of what the package ships (package.json
-// "files", and the addon built in build/Release, which node-gyp-build finds
-// as it would after an install that compiled). A copy, not a symlink: vitest
+// "files", and the addon node-gyp-build finds here, built or prebuilt, at
+// the same place). A copy, not a symlink: vitest
 // would inline a package whose real path is outside node_modules. Being
 // under the repository, the project finds the runners and their
 // environments (jest-environment-jsdom, jsdom, happy-dom) in the
@@ -24,9 +24,13 @@ const WORK = path.join(__dirname, 'work') // gitignored
 // (built there), e.g. an older commit, to see what these tests catch.
 function makeProject () {
   const from = process.env.WEB_LOCKS_RUNNERS_PACKAGE ? path.resolve(process.env.WEB_LOCKS_RUNNERS_PACKAGE) : ROOT
-  const addons = path.join(from, 'build', 'Release')
-  const built = fs.existsSync(addons) ? fs.readdirSync(addons).filter((f) => f.endsWith('.node')) : []
-  if (built.length === 0) throw new Error(`no addon in ${addons}: npm run build`)
+  // The addon node-gyp-build loads there: a build, or a prebuild.
+  let addon
+  try {
+    addon = require('node-gyp-build').resolve(from)
+  } catch {
+    throw new Error(`no addon in ${from}: npm run build`)
+  }
   fs.mkdirSync(WORK, { recursive: true })
   const dir = fs.mkdtempSync(path.join(WORK, 'project-'))
   fs.cpSync(FIXTURE, dir, { recursive: true })
@@ -35,7 +39,7 @@ function makeProject () {
   for (const entry of ['package.json', 'README.md', 'LICENSE', ...manifest.files]) {
     if (fs.existsSync(path.join(from, entry))) fs.cpSync(path.join(from, entry), path.join(pkg, entry), { recursive: true })
   }
-  for (const file of built) fs.cpSync(path.join(addons, file), path.join(pkg, 'build', 'Release', file))
+  fs.cpSync(addon, path.join(pkg, path.relative(from, addon)))
   // mocha imports --require modules from where it is installed: next to
   // the package, as in a user's project (its dependencies are found in the
   // repository's node_modules, above).

@@ -218,7 +218,7 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
   function wrap(binding) {
     real = binding;
     const w = wrapped = {
-      setup(dispatch, clientId) {
+      setup(dispatch, clientId, stuckCheck) {
         io = binding.setup(function wrappedDispatch() {
           const id = io[IO_ID];
           const events = io[IO_EVENTS];
@@ -237,7 +237,7 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
             if (listeners.delivered) listeners.delivered(r, events);
           }
           return dispatch();
-        }, clientId);
+        }, clientId, stuckCheck);
         return io;
       },
       request(name, how) {
