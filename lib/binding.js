@@ -20,7 +20,7 @@ const binding = loadBinding(path.join(__dirname, '..'))
 // (IO_TOKEN_LO, IO_TOKEN_HI); the backends file requests in the table
 // (manager-process.js). Without a prototype, no index setter of
 // Array.prototype can intercept a store. And what the polyfills of every
-// copy installed (lib/polyfill.js).
+// copy installed (lib/install.js).
 if (!Object.hasOwn(binding, 'requests')) setUp()
 
 module.exports = binding

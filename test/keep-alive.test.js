@@ -17,6 +17,14 @@ function needsStuckCheck(test) {
   }
 }
 
+// The child ended by itself (it was not killed for its timeout), with exit
+// code 0, having printed stdout.
+function assertEnded(r, stdout, message = 'the process had to be killed') {
+  assert.equal(r.killed, false, message);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout.trim(), stdout);
+}
+
 function runNode(code, timeout = 10000) {
   return new Promise((resolve) => {
     execFile(process.execPath, ['-e', code], { timeout, env: Object.assign({}, process.env, { PKG }) }, (error, stdout, stderr) => {
@@ -178,9 +186,7 @@ describe('keeping threads alive', function () {
           return new Promise(() => {});
         });
       `);
-      assert.equal(r.killed, false, 'the process had to be killed: the held lock kept it alive');
-      assert.equal(r.code, 0, r.stderr);
-      assert.equal(r.stdout.trim(), 'granted');
+      assertEnded(r, 'granted', 'the process had to be killed: the held lock kept it alive');
     });
 
     it('a main thread with a pending request stays alive until another thread releases the lock', async function () {
@@ -197,9 +203,7 @@ describe('keeping threads alive', function () {
           locks.request('x', () => console.log('main granted'));
         });
       `);
-      assert.equal(r.killed, false);
-      assert.equal(r.code, 0, r.stderr);
-      assert.equal(r.stdout.trim(), 'main granted');
+      assertEnded(r, 'main granted');
     });
 
     it('a main thread whose request waits behind a lock it leaked itself ends on its own (a deadlocked test run), saying hasRef() false', async function () {
@@ -214,9 +218,7 @@ describe('keeping threads alive', function () {
         locks.request('leaked', { mode: 'shared' }, () => console.log('granted'));
         process.on('exit', () => console.log('exit', resource.hasRef()));
       `);
-      assert.equal(r.killed, false, 'the process had to be killed: a request that only its own lock blocked kept it alive');
-      assert.equal(r.code, 0, r.stderr);
-      assert.equal(r.stdout.trim(), 'exit false');
+      assertEnded(r, 'exit false', 'the process had to be killed: a request that only its own lock blocked kept it alive');
     });
 
     it('behind its own shared lock, an exclusive request does not keep it alive either, whoever else shares the lock', async function () {
@@ -236,9 +238,7 @@ describe('keeping threads alive', function () {
           process.on('exit', () => console.log('exit'));
         });
       `);
-      assert.equal(r.killed, false, 'the process had to be killed');
-      assert.equal(r.code, 0, r.stderr);
-      assert.equal(r.stdout.trim(), 'exit');
+      assertEnded(r, 'exit');
     });
 
     it('a request behind its own lock does not keep it alive, one behind another thread\'s lock does, both in one thread', async function () {
@@ -258,9 +258,7 @@ describe('keeping threads alive', function () {
           locks.request('theirs', () => console.log('theirs granted'));
         });
       `);
-      assert.equal(r.killed, false, 'the process had to be killed');
-      assert.equal(r.code, 0, r.stderr);
-      assert.equal(r.stdout.trim(), 'theirs granted');
+      assertEnded(r, 'theirs granted');
     });
 
     it("the thread's async resource says it keeps the loop alive (hasRef()) exactly while a request waits", async function () {
