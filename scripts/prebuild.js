@@ -56,15 +56,25 @@ function nodeHeaders () {
   return found
 }
 
-// binding.gyp's sources (the machine-wide manager's included: every target
-// is Linux), defines and C flags.
-function gyp () {
+// Whether a binding.gyp condition ("OS == 'win'", "wl_shared == 1") holds
+// for a target's variables.
+function holds (condition, vars) {
+  const m = /^\s*(\w+)\s*(==|!=)\s*(?:'([^']*)'|(\d+))\s*$/.exec(condition)
+  if (!m || !(m[1] in vars)) fail(`binding.gyp: a condition this script cannot read: ${condition}`)
+  const value = m[3] !== undefined ? m[3] : Number(m[4])
+  return (vars[m[1]] === value) === (m[2] === '==')
+}
+
+// binding.gyp's sources as its conditions choose them for vars (every
+// target here is Linux, with the machine-wide manager), defines and C flags.
+function gyp (vars = { OS: 'linux', wl_shared: 1 }) {
   const target = JSON.parse(fs.readFileSync(path.join(ROOT, 'binding.gyp'), 'utf8')).targets[0]
   const sources = [...target.sources]
-  for (const [condition, settings] of target.conditions) {
-    if (condition === 'wl_shared == 1') sources.push(...settings.sources)
+  for (const [condition, settings, otherwise] of target.conditions) {
+    const chosen = holds(condition, vars) ? settings : otherwise
+    if (chosen && chosen.sources) sources.push(...chosen.sources)
   }
-  const defines = target.defines.map((d) => d.replace('<(wl_shared)', '1'))
+  const defines = target.defines.map((d) => d.replace('<(wl_shared)', String(vars.wl_shared)))
   return { sources, defines, cflags: target.cflags_c }
 }
 

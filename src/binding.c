@@ -13,126 +13,12 @@
  * id and events, a grant's fencing token) go through a Uint32Array shared
  * with JS, not JS values. */
 
-/* uv.h needs the POSIX types that strict C11 hides. */
-#define _POSIX_C_SOURCE 200809L
+#include "binding.h"
 
-#include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include <node_api.h>
-#include <uv.h>
-
-#include "wl.h"
-
-/* Checks a Node-API status in a function that returns a napi_value: on
- * failure, throws (unless an exception is already pending) and returns NULL. */
-#define WLB_CALL(env, call)                                                    \
-  do {                                                                         \
-    if ((call) != napi_ok) {                                                   \
-      wlb__throw_last(env);                                                    \
-      return NULL;                                                             \
-    }                                                                          \
-  } while (0)
-
-/* Dictionary members as the spec's conversion makes them: own data
- * properties, defined, so that no setter on Object.prototype intercepts. */
-#define WLB_DATA (napi_writable | napi_enumerable | napi_configurable)
-
-#define WLB_NAME_STACK 256
-
-#define wlb__container_of(ptr, type, member)                                   \
-  ((type *)((char *)(ptr) - offsetof(type, member)))
-#define WLB_DRAIN_BUDGET 1024
-
-/* The numbers in a thread's io array: a grant's fencing token goes as its
- * low and high 32 bits. */
-enum {
-  WLB_IO_RESULT,
-  WLB_IO_ID,
-  WLB_IO_EVENTS,
-  WLB_IO_TOKEN_LO,
-  WLB_IO_TOKEN_HI,
-  WLB_IO
-};
-
-/* Request handles per chunk (see wlb_thread_t.chunks), and the most ids a
- * thread may use: an id << 2 fits a handle's data, id * 2 + 1 a uint32. */
-#define WLB_CHUNK 256
-#define WLB_MAX_IDS ((uint32_t)1 << 29)
-/* In a used slot's data: the request is not yet granted. */
-#define WLB_WAITING 2
-/* An event of the binding's own, beside the core's WL_EV_*: the request's
- * manager was found damaged, and the request is dropped (lib/events.js). */
-#define WLB_EV_FAILED 8
-
-/* A shared manager, mapped once per process however many threads open it.
- * It is found again by its file's identity, not its path: a file removed
- * and made anew at the same path is another manager. */
-typedef struct wlb_segment_s {
-  struct wlb_segment_s *next;
-  wl_manager_t *m;
-  unsigned refs; /* agents of this process */
-  dev_t dev;
-  ino_t ino;
-} wlb_segment_t;
-
-typedef struct wlb_thread_s wlb_thread_t;
-
-/* A thread's agent of a shared manager. Its agent.data is the thread, as
- * for the process-wide manager's. */
-typedef struct {
-  wl_agent_t agent;
-  wlb_thread_t *t;
-  wlb_segment_t *seg;
-  uv_poll_t poll;       /* its FIFO */
-  unsigned char closed; /* wl_agent_close() ran: its records are gone */
-} wlb_agent_t;
-
-struct wlb_thread_s {
-  wl_agent_t agent; /* of the process-wide manager */
-  /* Agents of shared managers, indexed by the handle lib/ holds. */
-  wlb_agent_t **scopes;
-  uint32_t nscopes;
-  uv_loop_t *loop;
-  uv_async_t async; /* woken by other threads */
-  uv_check_t check; /* woken by this thread: drains after this poll phase */
-  uv_idle_t idle;   /* keeps that poll phase from blocking meanwhile */
-  uv_prepare_t prepare; /* sees the loop about to wait (wlb__on_prepare) */
-  uv_timer_t quiet;     /* then asks whether it is stuck (wlb__on_quiet) */
-  int open_handles;
-  napi_env env;
-  napi_ref exports;  /* returned again if this thread loads the addon twice */
-  napi_ref dispatch; /* JS () => void, set by setup(): reads io */
-  /* setup()'s Uint32Array of WLB_IO numbers passed to JS without making a
-   * JS value (a handle and a Node-API call each): request()'s result, and
-   * the id, events and (for a grant) token of the delivery being
-   * dispatched. */
-  napi_ref io_ref;
-  uint32_t *io;
-  napi_async_context actx;
-  napi_async_cleanup_hook_handle hook;
-  /* Request handles in slots, in chunks of WLB_CHUNK that never move (the
-   * core maps mail back to a handle's address); a request's id is its
-   * slot's index. A handle's data is the binding's: id << 2, or-ed with
-   * WLB_WAITING, in a used slot, (next free id + 1) << 1 | 1 in a free one,
-   * so that the free list costs no extra memory. */
-  wl_request_t **chunks;
-  uint32_t nchunks;
-  uint32_t cap;       /* of chunks */
-  uint32_t free_head; /* id + 1 of the first free slot, 0 if none */
-  /* Requests not yet granted: they keep the loop alive, unless `stuck`:
-   * the loop had nothing else to do, and every one of them waits behind a
-   * lock of its own agent (see wlb__on_prepare). */
-  size_t waiting;
-  unsigned char stuck;
-  pthread_t thread;   /* the thread whose agent this is */
-};
-
-static void wlb__throw_last(napi_env env) {
+void wlb__throw_last(napi_env env) {
   const napi_extended_error_info *info = NULL;
   bool pending = false;
 
@@ -195,7 +81,7 @@ static wl_request_t *wlb__slot_alloc(wlb_thread_t *t) {
 }
 
 /* The handle in used slot id, or NULL. */
-static wl_request_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id) {
+wl_request_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id) {
   wl_request_t *req;
 
   if (id / WLB_CHUNK >= t->nchunks)
@@ -223,7 +109,7 @@ static void wlb__unstick(wlb_thread_t *t) {
 }
 
 /* The core no longer references req: give its slot back. */
-static void wlb__free(wlb_thread_t *t, wl_request_t *req) {
+void wlb__free(wlb_thread_t *t, wl_request_t *req) {
   uint32_t id = wlb__id(req);
 
   wlb__unwait(t, req);
@@ -244,10 +130,10 @@ static void wlb__wake_self(wlb_thread_t *t) {
 
 /* Called under the manager's mutex from any thread. The handles are valid:
  * teardown closes the agent (under the same mutex) before closing them. */
-static void wlb__notify(wl_agent_t *agent) {
+void wlb__notify(wl_agent_t *agent) {
   wlb_thread_t *t = agent->data;
 
-  if (pthread_equal(pthread_self(), t->thread))
+  if (wlb__self == t)
     wlb__wake_self(t);
   else
     uv_async_send(&t->async);
@@ -336,7 +222,7 @@ static int wlb__deliver(wlb_thread_t *t, wl_agent_t *agent,
  * up again by its index, since a callback may close it. One handle scope and
  * one lookup of the dispatcher for the whole drain: a delivery makes no JS
  * value. */
-static void wlb__drain(wlb_thread_t *t) {
+void wlb__drain(wlb_thread_t *t) {
   static const unsigned char open = 0;
   unsigned budget = WLB_DRAIN_BUDGET;
   napi_handle_scope scope;
@@ -432,71 +318,8 @@ static void wlb__on_check(uv_check_t *check) {
   wlb__drain(t);
 }
 
-#if WL_SHARED_MANAGER
-/* Shared managers open in this process. */
-static pthread_mutex_t wlb__segments_mutex = PTHREAD_MUTEX_INITIALIZER;
-static wlb_segment_t *wlb__segments;
-
-/* Maps the manager at path, or finds it mapped. Returns 0 or an error code
- * with a sentence in err. */
-static int wlb__segment_ref(const char *path, uint64_t size, unsigned mode,
-                            wlb_segment_t **out, char *err, size_t errlen) {
-  wlb_segment_t *seg = NULL;
-  struct stat st;
-  int rc = 0;
-
-  pthread_mutex_lock(&wlb__segments_mutex);
-  /* Not through a symbolic link: the file is opened without following one
-   * (ELOOP), and a link must not lead to another scope mapped here. */
-  if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-    for (seg = wlb__segments; seg != NULL; seg = seg->next) {
-      if (seg->dev == st.st_dev && seg->ino == st.st_ino)
-        break;
-    }
-  }
-  if (seg == NULL) {
-    seg = malloc(sizeof(*seg));
-    if (seg == NULL) {
-      rc = WL_ENOMEM;
-    } else if ((rc = wl_segment_open(path, size, mode, &seg->m, err,
-                                     errlen)) != 0 ||
-               (rc = wl_segment_identity(seg->m, &seg->dev, &seg->ino)) != 0) {
-      if (rc == 0)
-        wl_segment_close(seg->m);
-      free(seg);
-      seg = NULL;
-    } else {
-      seg->refs = 0;
-      seg->next = wlb__segments;
-      wlb__segments = seg;
-    }
-  }
-  if (seg != NULL)
-    seg->refs++;
-  pthread_mutex_unlock(&wlb__segments_mutex);
-  *out = seg;
-  return rc;
-}
-
-/* Unmaps the manager once no agent of this process uses it. */
-static void wlb__segment_unref(wlb_segment_t *seg) {
-  wlb_segment_t **at;
-
-  pthread_mutex_lock(&wlb__segments_mutex);
-  if (--seg->refs == 0) {
-    for (at = &wlb__segments; *at != seg; at = &(*at)->next)
-      ;
-    *at = seg->next;
-    wl_segment_close(seg->m);
-    free(seg);
-  }
-  pthread_mutex_unlock(&wlb__segments_mutex);
-}
-
-#endif
-
 /* One of the thread's handles is closed; the last one frees the thread. */
-static void wlb__closed(wlb_thread_t *t) {
+void wlb__closed(wlb_thread_t *t) {
   if (--t->open_handles > 0)
     return;
   if (t->hook != NULL)
@@ -506,37 +329,6 @@ static void wlb__closed(wlb_thread_t *t) {
 }
 
 static void wlb__on_close(uv_handle_t *handle) { wlb__closed(handle->data); }
-
-#if WL_SHARED_MANAGER
-static void wlb__on_poll_close(uv_handle_t *handle) {
-  wlb_agent_t *a = wlb__container_of(handle, wlb_agent_t, poll);
-  wlb_thread_t *t = a->t;
-
-  free(a);
-  wlb__closed(t);
-}
-
-/* Ends a shared manager's agent (spec 2.6) and frees its requests' slots.
- * Its FIFO stops being polled before wl_agent_close() closes it. */
-static void wlb__close_scope(wlb_thread_t *t, uint32_t h) {
-  wlb_agent_t *a = t->scopes[h];
-  uint32_t id;
-
-  uv_poll_stop(&a->poll);
-  wl_agent_close(&a->agent);
-  /* Unmapped now, not on the next tick: the file is free when close() is. */
-  wlb__segment_unref(a->seg);
-  a->closed = 1;
-  t->scopes[h] = NULL;
-  for (id = 0; id < t->nchunks * WLB_CHUNK; id++) {
-    wl_request_t *req = wlb__slot_get(t, id);
-    if (req != NULL && req->agent == &a->agent)
-      wlb__free(t, req);
-  }
-  uv_close((uv_handle_t *)&a->poll, wlb__on_poll_close);
-}
-
-#endif
 
 /* Drops what the thread holds in JS. Nothing can be done about a failure
  * here but go on tearing down. */
@@ -570,12 +362,7 @@ static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
   wlb_thread_t *t = arg;
   uint32_t i;
 
-#if WL_SHARED_MANAGER
-  for (i = 0; i < t->nscopes; i++) {
-    if (t->scopes[i] != NULL)
-      wlb__close_scope(t, i);
-  }
-#endif
+  wlb__scope_teardown(t);
   if (t->dispatch != NULL)
     wl_agent_close(&t->agent);
   for (i = 0; i < t->nchunks; i++)
@@ -587,8 +374,8 @@ static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
 
 /* Gets the n arguments of an internal call and this thread's state (each
  * function's data). Returns 0, or 1 with an exception pending. */
-static int wlb__args(napi_env env, napi_callback_info info, size_t n,
-                     napi_value *argv, wlb_thread_t **t) {
+int wlb__args(napi_env env, napi_callback_info info, size_t n,
+              napi_value *argv, wlb_thread_t **t) {
   size_t argc = n;
 
   if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)t) != napi_ok) {
@@ -615,7 +402,7 @@ static wl_request_t *wlb__req_arg(napi_env env, wlb_thread_t *t,
   return req;
 }
 
-static napi_value wlb__throw_code(napi_env env, int rc) {
+napi_value wlb__throw_code(napi_env env, int rc) {
   if (rc == WL_EINVAL)
     napi_throw_type_error(env, "EINVAL", "web-locks: invalid request");
   else if (rc == WL_ENOMEM)
@@ -624,27 +411,6 @@ static napi_value wlb__throw_code(napi_env env, int rc) {
     napi_throw_error(env, "ECORRUPT", "web-locks: the lock manager's state is damaged beyond repair");
   return NULL;
 }
-
-#if WL_SHARED_MANAGER
-/* The name of a core error code, or of an errno as libuv names it. */
-static const char *wlb__code_name(int rc) {
-  switch (rc) {
-  case WL_EACCES:
-    return "EACCES";
-  case WL_ENOMEM:
-    return "ENOMEM";
-  case WL_EINVAL:
-    return "EINVAL";
-  case WL_ELAYOUT:
-    return "ELAYOUT";
-  case WL_ECORRUPT:
-    return "ECORRUPT";
-  default:
-    return uv_err_name(rc);
-  }
-}
-
-#endif
 
 /* Makes t's io array. Returns 0, or 1 with an exception pending. */
 static int wlb__make_io(napi_env env, wlb_thread_t *t) {
@@ -760,8 +526,8 @@ static int wlb__make(wlb_thread_t *t, wl_agent_t *agent, const char16_t *name,
 }
 
 /* Makes a request of agent from the JS arguments (name, how). */
-static napi_value wlb__request(napi_env env, wlb_thread_t *t,
-                               wl_agent_t *agent, napi_value *argv) {
+napi_value wlb__request(napi_env env, wlb_thread_t *t, wl_agent_t *agent,
+                        napi_value *argv) {
   uint32_t how;
   size_t len;
   char16_t stack[WLB_NAME_STACK];
@@ -837,245 +603,10 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
   return result;
 }
 
-#if WL_SHARED_MANAGER
-/* The n arguments of a call on a shared manager, the first its handle:
- * the thread, the handle's index and its agent, or NULL with an exception
- * pending. */
-static wlb_agent_t *wlb__scope_args(napi_env env, napi_callback_info info,
-                                    size_t n, napi_value *argv,
-                                    wlb_thread_t **t, uint32_t *h) {
-  if (wlb__args(env, info, n, argv, t) != 0)
-    return NULL;
-  if (napi_get_value_uint32(env, argv[0], h) != napi_ok || *h >= (*t)->nscopes ||
-      (*t)->scopes[*h] == NULL) {
-    napi_throw_type_error(env, NULL, "web-locks: unknown lock manager");
-    return NULL;
-  }
-  return (*t)->scopes[*h];
-}
-
-/* A free index in the thread's table of shared managers' agents, or -1. */
-static int64_t wlb__scope_slot(wlb_thread_t *t) {
-  wlb_agent_t **scopes;
-  uint32_t h;
-
-  for (h = 0; h < t->nscopes; h++) {
-    if (t->scopes[h] == NULL)
-      return h;
-  }
-  scopes = realloc(t->scopes, (t->nscopes + 1) * sizeof(*scopes));
-  if (scopes == NULL)
-    return -1;
-  t->scopes = scopes;
-  t->scopes[t->nscopes] = NULL;
-  return t->nscopes++;
-}
-
-static void wlb__on_poll(uv_poll_t *poll, int status, int events) {
-  wlb_agent_t *a = wlb__container_of(poll, wlb_agent_t, poll);
-
-  wl_agent_woken(&a->agent);
-  wlb__drain(a->t);
-}
-
-/* Makes this thread an agent of the manager at path: maps it (or finds it
- * mapped), registers the agent and polls its FIFO. Returns 0 or an error
- * code with a sentence in err. */
-static int wlb__join(wlb_thread_t *t, wlb_agent_t *a, const char *path,
-                     uint64_t size, unsigned mode, const char *client_id,
-                     size_t client_id_len, char *err, size_t errlen) {
-  int rc = wlb__segment_ref(path, size, mode, &a->seg, err, errlen);
-
-  if (rc != 0)
-    return rc;
-  a->t = t;
-  a->agent.data = t;
-  rc = wl_agent_init(a->seg->m, &a->agent, client_id, client_id_len,
-                     wlb__notify);
-  if (rc != 0) {
-    wlb__segment_unref(a->seg);
-    snprintf(err, errlen, "cannot join the manager in %s: %s", path,
-             rc == WL_ENOMEM     ? "it is full"
-             : rc == WL_ECORRUPT ? "its state is damaged"
-                                 : uv_strerror(rc));
-    return rc;
-  }
-  rc = uv_poll_init(t->loop, &a->poll, wl_agent_wake_fd(&a->agent));
-  if (rc != 0) {
-    wl_agent_close(&a->agent);
-    wlb__segment_unref(a->seg);
-  } else {
-    t->open_handles++;
-    /* Only waiting requests keep the loop alive (see wlb__make). */
-    uv_unref((uv_handle_t *)&a->poll);
-    if ((rc = uv_poll_start(&a->poll, UV_READABLE, wlb__on_poll)) != 0) {
-      wl_agent_close(&a->agent);
-      wlb__segment_unref(a->seg);
-      a->closed = 1; /* freed by the handle's close callback */
-      uv_close((uv_handle_t *)&a->poll, wlb__on_poll_close);
-    }
-  }
-  if (rc != 0)
-    snprintf(err, errlen, "cannot poll the manager in %s: %s", path,
-             uv_strerror(rc));
-  return rc;
-}
-
-/* open(path, size, mode, clientId) -> a handle for the calls below. Throws
- * an Error whose code names what went wrong and whose message names the
- * file. */
-static napi_value wlb_open(napi_env env, napi_callback_info info) {
-  napi_value argv[4], result;
-  wlb_thread_t *t;
-  wlb_agent_t *a;
-  char path[4096], client_id[WL_CLIENT_ID_MAX + 1], err[1024 + 4096];
-  size_t path_len, client_id_len;
-  int64_t size, h;
-  uint32_t mode;
-  int rc;
-
-  if (wlb__args(env, info, 4, argv, &t) != 0)
-    return NULL;
-  WLB_CALL(env, napi_get_value_string_utf8(env, argv[0], path, sizeof(path),
-                                           &path_len));
-  WLB_CALL(env, napi_get_value_int64(env, argv[1], &size));
-  WLB_CALL(env, napi_get_value_uint32(env, argv[2], &mode));
-  WLB_CALL(env, napi_get_value_string_latin1(env, argv[3], client_id,
-                                             sizeof(client_id),
-                                             &client_id_len));
-  if (t->dispatch == NULL || path_len >= sizeof(path) - 1 || size < 0) {
-    napi_throw_type_error(env, NULL, "web-locks: bad internal call");
-    return NULL;
-  }
-  if ((h = wlb__scope_slot(t)) < 0 || (a = calloc(1, sizeof(*a))) == NULL)
-    return wlb__throw_code(env, WL_ENOMEM);
-  err[0] = '\0';
-  rc = wlb__join(t, a, path, (uint64_t)size, mode, client_id, client_id_len,
-                 err, sizeof(err));
-  if (rc != 0) {
-    if (!a->closed)
-      free(a);
-    if (err[0] == '\0')
-      snprintf(err, sizeof(err), "cannot open %s: %s", path, uv_strerror(rc));
-    napi_throw_error(env, wlb__code_name(rc), err);
-    return NULL;
-  }
-  t->scopes[h] = a;
-  WLB_CALL(env, napi_create_uint32(env, (uint32_t)h, &result));
-  return result;
-}
-
-/* scopeRequest(handle, name, how): request() of a shared manager. */
-static napi_value wlb_scope_request(napi_env env, napi_callback_info info) {
-  napi_value argv[3];
-  wlb_thread_t *t;
-  wlb_agent_t *a;
-  uint32_t h;
-
-  if ((a = wlb__scope_args(env, info, 3, argv, &t, &h)) == NULL)
-    return NULL;
-  return wlb__request(env, t, &a->agent, argv + 1);
-}
-
-/* close(handle): this thread leaves the manager (spec 2.6). */
-static napi_value wlb_close(napi_env env, napi_callback_info info) {
-  napi_value argv[1];
-  wlb_thread_t *t;
-  uint32_t h;
-
-  if (wlb__scope_args(env, info, 1, argv, &t, &h) != NULL)
-    wlb__close_scope(t, h);
-  return NULL;
-}
-
-#endif
-
-/* Entries of one name share one JS string (names[i], made on first use):
- * a long name held or awaited many times is copied once. */
-static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
-                             napi_value modes[2], napi_value *names) {
-  napi_value array, entry, value;
-  size_t i;
-
-  WLB_CALL(env, napi_create_array_with_length(env, n, &array));
-  for (i = 0; i < n; i++) {
-    const wl_info_t *info = &infos[i];
-    napi_value *name = &names[info->name_index];
-    if (*name == NULL)
-      WLB_CALL(env, napi_create_string_utf16(env, (const char16_t *)info->name,
-                                             info->name_len, name));
-    WLB_CALL(env, napi_create_string_latin1(env, info->client_id,
-                                            info->client_id_len, &value));
-    {
-      napi_property_descriptor props[] = {
-          {"name", NULL, NULL, NULL, NULL, *name, WLB_DATA, NULL},
-          {"mode", NULL, NULL, NULL, NULL, modes[info->mode], WLB_DATA, NULL},
-          {"clientId", NULL, NULL, NULL, NULL, value, WLB_DATA, NULL},
-      };
-      WLB_CALL(env, napi_create_object(env, &entry));
-      WLB_CALL(env, napi_define_properties(env, entry, 3, props));
-    }
-    WLB_CALL(env, napi_set_element(env, array, (uint32_t)i, entry));
-  }
-  return array;
-}
-
-/* { held, pending }: the snapshot of manager m. */
-static napi_value wlb__query(napi_env env, wl_manager_t *m) {
-  napi_value result = NULL, held, pending, modes[2], *names;
-  wl_snapshot_t snap;
-  int rc;
-
-  if ((rc = wl_snapshot(m, &snap)) != 0)
-    return wlb__throw_code(env, rc);
-  names = calloc(snap.nnames + 1, sizeof(*names));
-  if (names == NULL) {
-    wl_snapshot_free(&snap);
-    return wlb__throw_code(env, WL_ENOMEM);
-  }
-  if (napi_create_string_latin1(env, "exclusive", NAPI_AUTO_LENGTH,
-                                &modes[WL_EXCLUSIVE]) == napi_ok &&
-      napi_create_string_latin1(env, "shared", NAPI_AUTO_LENGTH,
-                                &modes[WL_SHARED]) == napi_ok &&
-      (held = wlb__infos(env, snap.held, snap.nheld, modes, names)) != NULL &&
-      (pending = wlb__infos(env, snap.pending, snap.npending, modes, names)) !=
-          NULL &&
-      napi_create_object(env, &result) == napi_ok &&
-      napi_define_properties(
-          env, result, 2,
-          (napi_property_descriptor[]){
-              {"held", NULL, NULL, NULL, NULL, held, WLB_DATA, NULL},
-              {"pending", NULL, NULL, NULL, NULL, pending, WLB_DATA, NULL},
-          }) == napi_ok) {
-    free(names);
-    wl_snapshot_free(&snap);
-    return result;
-  }
-  free(names);
-  wl_snapshot_free(&snap);
-  wlb__throw_last(env);
-  return NULL;
-}
-
 /* query() -> the snapshot of the whole process. */
 static napi_value wlb_query(napi_env env, napi_callback_info info) {
   return wlb__query(env, wl_local());
 }
-
-#if WL_SHARED_MANAGER
-/* scopeQuery(handle) -> the snapshot of a shared manager. */
-static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
-  napi_value argv[1];
-  wlb_thread_t *t;
-  wlb_agent_t *a;
-  uint32_t h;
-
-  if ((a = wlb__scope_args(env, info, 1, argv, &t, &h)) == NULL)
-    return NULL;
-  return wlb__query(env, a->seg->m);
-}
-
-#endif
 
 /* hasRef() of the thread's async resource: whether a request waits, which
  * is when the thread's handle keeps its loop alive. Tools that list what
@@ -1097,16 +628,11 @@ static napi_value wlb__define(napi_env env, napi_value exports,
       {"release", NULL, wlb_release, NULL, NULL, NULL, napi_default, t},
       {"abort", NULL, wlb_abort, NULL, NULL, NULL, napi_default, t},
       {"query", NULL, wlb_query, NULL, NULL, NULL, napi_default, t},
-#if WL_SHARED_MANAGER
-      {"open", NULL, wlb_open, NULL, NULL, NULL, napi_default, t},
-      {"scopeRequest", NULL, wlb_scope_request, NULL, NULL, NULL, napi_default, t},
-      {"scopeQuery", NULL, wlb_scope_query, NULL, NULL, NULL, napi_default, t},
-      {"close", NULL, wlb_close, NULL, NULL, NULL, napi_default, t},
-#endif
+      [5 + WLB_SCOPE_PROPS - 1] = {0},
   };
+  size_t n = 5 + wlb__scope_props(t, props + 5);
 
-  WLB_CALL(env, napi_define_properties(env, exports,
-                                       sizeof(props) / sizeof(props[0]), props));
+  WLB_CALL(env, napi_define_properties(env, exports, n, props));
   return exports;
 }
 
@@ -1132,7 +658,6 @@ NAPI_MODULE_INIT() {
     return wlb__throw_code(env, WL_ENOMEM);
   t->env = env;
   t->loop = loop;
-  t->thread = pthread_self();
   if (napi_create_function(env, "hasRef", NAPI_AUTO_LENGTH, wlb_has_ref, t,
                            &has_ref) != napi_ok ||
       napi_set_named_property(env, resource, "hasRef", has_ref) != napi_ok ||

@@ -8,7 +8,6 @@
  * WL__SHARED(m) a constant: the process-wide manager's copy has no checks,
  * walk budgets or recovery keys, a shared manager's has them all. What it
  * exports is one table of functions, WL__OPS. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +54,7 @@ static void wl__notify(wl_manager_t *m, wl_off_t a) {
     return;
   }
   if (agent->owner != m->self) {
-    wl__wake(m, a);
+    WL__SHARED_ONLY(m, wl__wake(m, a), (void)0);
     return;
   }
   handle = HANDLE_OF(m, agent->local, &m->agents, wl_agent_t);
@@ -83,19 +82,19 @@ static int wl__agents_put(wl_manager_t *m, wl_agent_t *agent) {
 
   if (!WL__SHARED(m))
     return 0;
-  pthread_mutex_lock(&m->agents_mutex);
+  wl__os_mutex_lock(&m->agents_mutex);
   rc = wl__table_put(&m->agents, agent, &agent->local);
-  pthread_mutex_unlock(&m->agents_mutex);
+  wl__os_mutex_unlock(&m->agents_mutex);
   return rc;
 }
 
 static void wl__agents_drop(wl_manager_t *m, wl_agent_t *agent) {
   if (!WL__SHARED(m))
     return;
-  pthread_mutex_lock(&m->agents_mutex);
+  wl__os_mutex_lock(&m->agents_mutex);
   if (wl__table_get(&m->agents, agent->local) == agent)
     wl__table_drop(&m->agents, agent->local);
-  pthread_mutex_unlock(&m->agents_mutex);
+  wl__os_mutex_unlock(&m->agents_mutex);
 }
 
 /* A request's handle takes a slot of its agent's table while it has a
@@ -308,10 +307,11 @@ static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
   /* Other processes wake a shared manager's agent through its FIFO, made
    * and (on failure) ended under the mutex, while no other agent can have
    * its record. */
-  if (WL__SHARED(m) && (fd = wl__wake_open(m, off, agent->gen)) < 0) {
+  if (WL__SHARED(m) &&
+      (fd = WL__SHARED_ONLY(m, wl__wake_open(m, off, agent->gen), -1)) < 0) {
     rc = fd;
   } else if (WL__SHARED(m) && wl__is_damaged(m)) {
-    wl__wake_close(m, off, agent->gen, fd);
+    WL__SHARED_ONLY(m, wl__wake_close(m, off, agent->gen, fd), (void)0);
     rc = WL_ECORRUPT;
   }
   if (rc != 0) {
@@ -388,8 +388,8 @@ static void wl__agent_close(wl_agent_t *agent) {
   wl_manager_t *m = agent->m;
 
   if (wl__lock(m) == 0) {
-    if (WL__SHARED(m))
-      wl__wake_close(m, agent->off, agent->gen, agent->wake_fd);
+    WL__SHARED_ONLY(
+        m, wl__wake_close(m, agent->off, agent->gen, agent->wake_fd), (void)0);
     if (wl__agent_live(m, agent))
       wl__close_agent(m, agent->off);
     wl__agents_drop(m, agent);
@@ -398,11 +398,12 @@ static void wl__agent_close(wl_agent_t *agent) {
     /* Damaged: no operation starts any more, but one that started before
      * may still notify this agent; it holds the mutex, which is waited for
      * (with whatever state it is in) before the agent leaves the table. */
-    int rc = pthread_mutex_lock(m->mutex);
+    int rc = wl__os_mutex_lock(m->mutex);
     wl__agents_drop(m, agent);
-    if (rc == 0 || rc == EOWNERDEAD)
-      pthread_mutex_unlock(m->mutex);
-    wl__wake_close(m, agent->off, agent->gen, agent->wake_fd);
+    if (rc == 0 || rc == WL__EOWNERDEAD)
+      wl__os_mutex_unlock(m->mutex);
+    WL__SHARED_ONLY(
+        m, wl__wake_close(m, agent->off, agent->gen, agent->wake_fd), (void)0);
   }
   wl__table_free(&agent->requests);
 }

@@ -3,10 +3,21 @@
 #ifndef WL_INTERNAL_H
 #define WL_INTERNAL_H
 
-#include <pthread.h>
 #include <string.h>
 
+#include "wl-os.h"
 #include "wl.h"
+
+/* GCC's builtins (atomics, branch hints, bit scans) are used throughout:
+ * every compiler the package is built with (GCC, Clang, Zig's and
+ * MinGW's) has them. On Windows the package is prebuilt. */
+#if !defined(__GNUC__)
+#error "web-locks builds with GCC or Clang"
+#endif
+
+/* A robust mutex's holder died holding it (wl-os.h): one of the core's own
+ * codes, never returned to callers. */
+#define WL__EOWNERDEAD (-30100)
 
 /* Size classes of region blocks: class c holds 2^(c + WL__MIN_SHIFT) bytes,
  * its 16-byte header included. */
@@ -27,14 +38,14 @@ enum {
   WL__REQUEST = 3,
   WL__ARRAY = 4,
   WL__OWNER = 5,
-  WL__VACANT = 6 /* an owner record no process uses (wl-live.c) */
+  WL__VACANT = 6 /* an owner record no process uses (wl-live-linux.c) */
 };
 
-/* A process that has a shared manager open (wl-live.c). It holds an OFD
+/* A process that has a shared manager open (wl-live-linux.c). It holds an OFD
  * write lock on one byte of the file, at WL__LIVE_BASE + its record's
  * offset, which the kernel releases when the process dies, once its memory
  * is torn down. Sooner than that, the kernel marks `life` (a robust futex of
- * its watcher thread) and wakes the owner that watches it (wl-watch.c).
+ * its watcher thread) and wakes the owner that watches it (wl-watch-linux.c).
  * Other processes' watchers use watch, life and bell without the mutex:
  * they are read and written with atomics only. */
 typedef struct {
@@ -153,7 +164,7 @@ typedef struct {
   uint32_t broken;
 } wl__hdr_t;
 
-/* An open write end of another process's agent's FIFO (wl-wake.c). */
+/* An open write end of another process's agent's FIFO (wl-wake-linux.c). */
 #define WL__WAKERS 32
 typedef struct {
   wl_off_t agent;
@@ -162,14 +173,15 @@ typedef struct {
 } wl__waker_t;
 
 struct wl_manager_s {
-  pthread_mutex_t *mutex; /* the process's own, or in a shared file */
+  wl__os_mutex_t *mutex; /* the process's own, or in a shared file */
   char *base;             /* the region */
   /* Of types that no store into the region (uint64_t, uint32_t) can alias,
    * so that the compiler keeps them in registers across those stores. */
   /* Its size, as checked when it was mapped. */
   unsigned long long capacity;
-  /* How much of it may be touched: all of it for the process-wide manager;
-   * for a shared one, what this process has had reserved (wl__reserve),
+  /* How much of it may be touched: for the process-wide manager, what the
+   * OS layer has committed (all of it, but on Windows: wl__commit); for a
+   * shared one, what this process has had reserved (wl__reserve),
    * which covers every block, so that no access under the mutex, whatever
    * offset the file holds, faults on a page a full file system could not
    * give. Raised under the mutex. */
@@ -185,7 +197,7 @@ struct wl_manager_s {
   uint64_t scratch[64];   /* what a bad offset reads and writes instead */
   /* This process's owner record (0 in the process-wide manager): it tells
    * its agents, notified directly, from other processes', woken through
-   * their FIFOs (wl-wake.c). */
+   * their FIFOs (wl-wake-linux.c). */
   wl_off_t self;
   /* This process's agents of a shared manager, by the index their records
    * carry. Changed under the manager's mutex (a damaged manager's agent
@@ -193,16 +205,16 @@ struct wl_manager_s {
    * holds the mutex, and a damaged manager's agents are told under
    * agents_mutex alone (wl__tell_agents). */
   wl__table_t agents;
-  pthread_mutex_t agents_mutex;
+  wl__os_mutex_t agents_mutex;
   int probe_fd; /* a second open file, to test other owners' locks */
   struct wl__watch_s *watcher; /* its watcher and sweeper threads */
   /* Its file's permission bits and group, and its nonce (read once, when it
    * was opened), for the agents' FIFOs. */
   unsigned mode;
-  gid_t gid;
+  uint32_t gid;
   uint64_t nonce;
   char path[WL__PATH_MAX];
-  /* A shared manager's mapping of its file (wl-segment.c). */
+  /* A shared manager's mapping of its file (wl-segment-linux.c). */
   void *map;
   uint64_t map_size;
   int fd;
@@ -216,23 +228,15 @@ struct wl_manager_s {
  * outside the region (a damaged or hostile file) marks the manager damaged
  * and yields a blank scratch record instead, so that the operation ends
  * without a stray access and reports WL_ECORRUPT. */
-#if defined(__GNUC__)
 #define WL__COLD __attribute__((cold, noinline))
 #define WL__UNLIKELY(x) __builtin_expect(!!(x), 0)
-#else
-#define WL__COLD
-#define WL__UNLIKELY(x) (x)
-#endif
+#define WL__LIKELY(x) __builtin_expect(!!(x), 1)
 
 /* Keeps a value read from a shared region as read: the compiler may not read
  * the region again for it, where another process may have changed it since
  * it was checked (as the Linux kernel's OPTIMIZER_HIDE_VAR). Every value
  * that a check lets through is read once, into a variable, and hidden. */
-#if defined(__GNUC__)
 #define WL__HIDE(v) __asm__("" : "+r"(v))
-#else
-#define WL__HIDE(v) ((void)0)
-#endif
 
 WL__COLD void *wl__damaged(wl_manager_t *m);
 static inline int wl__is_damaged(wl_manager_t *m) {
@@ -377,10 +381,27 @@ static inline int wl__class_of(uint64_t bytes) {
   return shift - WL__MIN_SHIFT;
 }
 
+/* WL__SHARED_ONLY(m, call, otherwise): a call into the machine-wide
+ * manager's facilities (the wl-*-linux.c files), made only for a shared
+ * manager, and compiled only into builds that have them, so that a build
+ * without them links at any optimisation level. */
+#if WL_SHARED_MANAGER
+#define WL__SHARED_ONLY(m, call, otherwise) (WL__SHARED(m) ? (call) : (otherwise))
+#else
+#define WL__SHARED_ONLY(m, call, otherwise) (otherwise)
+#endif
+
+/* Commits the process-wide manager's region up to `upto` bytes and raises
+ * the limit to it (wl-region.c): 0, or WL_ENOMEM. */
+int wl__commit(wl_manager_t *m, uint64_t upto);
 /* Has the file system reserve a shared manager's region up to `upto`
  * bytes, before anything is stored there, and raises the limit to it
- * (wl-segment.c): 0, or WL_ENOMEM when it has no room left. */
+ * (wl-segment-linux.c): 0, or WL_ENOMEM when it has no room left. */
 int wl__reserve(wl_manager_t *m, uint64_t upto);
+/* Makes room for the region to use `upto` bytes, whichever its kind. */
+static inline int wl__grow(wl_manager_t *m, uint64_t upto) {
+  return WL__SHARED_ONLY(m, wl__reserve(m, upto), wl__commit(m, upto));
+}
 /* Under the mutex: raises the limit to what other processes have used
  * since, whose pages they reserved; 0, or WL_ECORRUPT for a region that
  * says it uses more than it has, or pages that no one reserved. */
@@ -413,8 +434,7 @@ static inline wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind,
     uint64_t block = (uint64_t)1 << (c + WL__MIN_SHIFT), used = h->used;
     if (used > m->capacity || block > m->capacity - used)
       return 0;
-    if (WL__SHARED(m) && used + block > m->limit &&
-        wl__reserve(m, used + block) != 0)
+    if (used + block > m->limit && wl__grow(m, used + block) != 0)
       return 0;
     rec = used + sizeof(wl__block_t);
     b = wl__block(m, rec);
@@ -454,7 +474,7 @@ static inline void wl__free(wl_manager_t *m, wl_off_t rec) {
 
 /* Tells everyone that a shared manager is damaged, once, under its mutex:
  * marks its region broken for every process and wakes every agent it can
- * find in other processes, then wl__tell_agents (wl-live.c). */
+ * find in other processes, then wl__tell_agents (wl-live-linux.c). */
 WL__COLD void wl__announce(wl_manager_t *m);
 /* Notifies every agent of this process, with or without the mutex: the
  * damage reaches them through wl_agent_status(). */
@@ -472,7 +492,7 @@ static inline int wl__lock(wl_manager_t *m) {
 
   if (WL__SHARED(m) && WL__UNLIKELY(wl__is_damaged(m)))
     return WL_ECORRUPT;
-  rc = pthread_mutex_lock(m->mutex);
+  rc = wl__os_mutex_lock(m->mutex);
 #if WL_SHARED_MANAGER
   if (WL__UNLIKELY(rc != 0))
     return wl__lock_slow(m, rc);
@@ -482,7 +502,7 @@ static inline int wl__lock(wl_manager_t *m) {
     return wl__lock_check(m);
   return 0;
 #else
-  return WL__UNLIKELY(rc != 0) ? WL_ECORRUPT : 0;
+  return rc;
 #endif
 }
 
@@ -491,10 +511,13 @@ static inline void wl__unlock(wl_manager_t *m) {
   if (WL__SHARED(m) && WL__UNLIKELY(wl__is_damaged(m) && !m->announced))
     wl__announce(m);
 #endif
-  pthread_mutex_unlock(m->mutex);
+  wl__os_mutex_unlock(m->mutex);
 }
 int wl__recover(wl_manager_t *m);
-/* An agent's FIFO (wl-wake.c), named by its record's offset and
+/* Marks a shared manager's robust mutex consistent again, once its state is
+ * repaired (wl-segment-linux.c). */
+void wl__mutex_consistent(wl_manager_t *m);
+/* An agent's FIFO (wl-wake-linux.c), named by its record's offset and
  * generation, which no other agent has: made and opened for reading (the
  * fd, or an error code), closed and removed, and written to wake its
  * thread. */
@@ -504,7 +527,7 @@ void wl__wake(wl_manager_t *m, wl_off_t agent);
 /* Closes the write ends that wl__wake keeps open. */
 void wl__wakers_close(wl_manager_t *m);
 
-/* This process's owner record, under the mutex (wl-live.c). Opening starts
+/* This process's owner record, under the mutex (wl-live-linux.c). Opening starts
  * its watcher (wl__watch_start); closing stops it, so the sweeper must be
  * stopped first (wl__watch_stop_sweeper, without the mutex). */
 int wl__owner_open(wl_manager_t *m);
@@ -512,7 +535,7 @@ void wl__owner_close(wl_manager_t *m);
 /* Ends, as spec 2.6 says, every agent of every owner that has died. */
 void wl__sweep(wl_manager_t *m);
 
-/* Prompt notice of deaths (wl-watch.c). Starts, under the mutex, the
+/* Prompt notice of deaths (wl-watch-linux.c). Starts, under the mutex, the
  * threads that watch for the owner after `self` to die and sweep then;
  * `self`'s life holds the watcher's TID when it returns 0. */
 int wl__watch_start(wl_manager_t *m, wl_off_t self);
@@ -618,6 +641,7 @@ static inline const wl__ops_t *wl__ops(const wl_manager_t *m) {
 #if WL_SHARED_MANAGER
   return m->shared ? &wl__shared_ops : &wl__local_ops;
 #else
+  (void)m;
   return &wl__local_ops;
 #endif
 }

@@ -8,10 +8,6 @@
  * the dead holder may have left grants undone (they get new tokens), and
  * sets every owner's watch and rings every bell. Every offset it reads is
  * checked against the blocks it found. */
-/* pthread_mutex_consistent is POSIX 2008. */
-#define _POSIX_C_SOURCE 200809L
-
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -405,7 +401,7 @@ done:
  * good (ENOTRECOVERABLE), and the region is marked broken. Another process
  * that finds the mutex so (any error but EOWNERDEAD) reports the damage. */
 WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
-  if (rc != EOWNERDEAD) {
+  if (rc != WL__EOWNERDEAD) {
     wl__damaged(m);
     wl__tell_agents(m);
     return WL_ECORRUPT;
@@ -417,7 +413,7 @@ WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
     wl__unlock(m);
     return WL_ECORRUPT;
   }
-  pthread_mutex_consistent(m->mutex);
+  wl__mutex_consistent(m);
   wl__sweep(m);
   return 0;
 }

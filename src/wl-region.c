@@ -3,16 +3,12 @@
  * list per class (wl__alloc and wl__free, inline in wl-internal.h).
  * Everything in it is addressed by offsets from its base.
  *
- * The process-wide manager's region is a large reservation of anonymous
- * memory: the kernel backs its pages only when they are first touched, so it
- * costs what is in use, and it never moves, so no pointer into it goes
- * stale while the mutex is held. */
-#define _DEFAULT_SOURCE
-
+ * The process-wide manager's region is a large reservation of address space
+ * (wl__os_reserve): it costs only the pages in use, backed when first
+ * touched, or committed as the region grows where the system has no
+ * overcommit; and it never moves, so no pointer into it goes stale while
+ * the mutex is held. */
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "wl-internal.h"
 
@@ -40,12 +36,12 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
 
 /* Whole pages past the one holding a freed block's header and link. */
 void wl__return_pages(wl_manager_t *m, wl_off_t rec, uint64_t block) {
-  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  uint64_t page = wl__os_page_size();
   uint64_t from = (rec + sizeof(wl_off_t) + page - 1) & ~(page - 1);
   uint64_t to = (rec - sizeof(wl__block_t) + block) & ~(page - 1);
 
   if (to > from && to <= m->limit)
-    madvise(m->base + from, to - from, MADV_DONTNEED);
+    wl__os_discard(m->base + from, to - from);
 }
 
 WL__COLD void *wl__damaged(wl_manager_t *m) {
@@ -54,30 +50,44 @@ WL__COLD void *wl__damaged(wl_manager_t *m) {
   return &m->scratch;
 }
 
-static pthread_mutex_t wl__local_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* A megabyte at a time: one system call per megabyte the region grows. */
+#define WL__COMMIT_STEP ((uint64_t)1 << 20)
+
+int wl__commit(wl_manager_t *m, uint64_t upto) {
+  uint64_t to = (upto + WL__COMMIT_STEP - 1) & ~(WL__COMMIT_STEP - 1);
+
+  if (to > m->capacity)
+    to = m->capacity;
+  if (upto > to || wl__os_commit(m->base, m->limit, to) != 0)
+    return WL_ENOMEM;
+  m->limit = to;
+  return 0;
+}
+
+static wl__os_mutex_t wl__local_mutex = WL__OS_MUTEX_INIT;
 static wl_manager_t wl__local_m = {.mutex = &wl__local_mutex, .fd = -1, .probe_fd = -1};
-static pthread_once_t wl__local_once = PTHREAD_ONCE_INIT;
+static wl__os_once_t wl__local_once = WL__OS_ONCE_INIT;
 
-/* Reserves as much address space as the system grants, up to 64 GiB. */
+/* Reserves as much address space as the system grants, up to 64 GiB, and
+ * commits its first pages, where the header goes. */
 static void wl__local_init(void) {
-  uint64_t size;
+  uint64_t size = (uint64_t)64 << 30, usable;
+  char *base = wl__os_reserve(&size, (uint64_t)64 << 20, &usable);
 
-  for (size = (uint64_t)64 << 30; size >= ((uint64_t)64 << 20); size /= 2) {
-    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base != MAP_FAILED) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      /* Names may come from untrusted input, so the hash is seeded. */
-      wl__region_init(&wl__local_m, base, size,
-                      wl__fmix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^
-                              (uint64_t)(uintptr_t)base ^ (uint64_t)clock()));
-      return;
-    }
-  }
+  if (base == NULL)
+    return;
+  if (usable < WL__COMMIT_STEP &&
+      wl__os_commit(base, usable, WL__COMMIT_STEP) != 0)
+    return;
+  if (usable < WL__COMMIT_STEP)
+    usable = WL__COMMIT_STEP;
+  /* Names may come from untrusted input, so the hash is seeded. */
+  wl__region_init(&wl__local_m, base, size,
+                  wl__fmix(wl__os_entropy() ^ (uint64_t)(uintptr_t)base));
+  wl__local_m.limit = usable;
 }
 
 wl_manager_t *wl_local(void) {
-  pthread_once(&wl__local_once, wl__local_init);
+  wl__os_once(&wl__local_once, wl__local_init);
   return wl__local_m.base != NULL ? &wl__local_m : NULL;
 }

@@ -1,5 +1,5 @@
 /* The algorithms (wl-core.c) for managers shared by processes
- * (wl-segment.c). Every offset read from the region is checked, every walk
+ * (wl-segment-linux.c). Every offset read from the region is checked, every walk
  * bounded, and every request record carries the keys from which recovery
  * rebuilds the lists (wl-recover.c): another process may have died in the
  * middle of an algorithm, or written anything at all. */

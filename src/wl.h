@@ -30,7 +30,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "wl-list.h"
 
@@ -51,13 +50,17 @@ enum { WL_EV_GRANTED = 1, WL_EV_UNAVAILABLE = 2, WL_EV_STOLEN = 4 };
 /* wl_request()'s result when the lock was granted without waiting. */
 enum { WL_GRANTED_AT_ONCE = 1 };
 
-/* Error codes, negative like libuv's; a system call's failure is -errno. */
+/* Error codes, negative like libuv's. The core's own lie below -30000, out
+ * of the range of every platform's errno and of libuv's codes (above
+ * -4096), so that none is taken for another; a system call's failure is
+ * returned as the OS layer translates it: -errno on Linux and macOS, as
+ * libuv's codes are there. */
 enum {
-  WL_EACCES = -13,   /* another user's manager file, not opened to us */
-  WL_ENOMEM = -12,   /* out of memory, or the manager's region is full */
-  WL_EINVAL = -22,   /* an argument the core refuses */
-  WL_ELAYOUT = -71,  /* a manager file of another layout or architecture */
-  WL_ECORRUPT = -74  /* a damaged or foreign manager file */
+  WL_ENOMEM = -30001,  /* out of memory, or the manager's region is full */
+  WL_EINVAL = -30002,  /* an argument the core refuses */
+  WL_EACCES = -30003,  /* another user's manager file, not opened to us */
+  WL_ELAYOUT = -30004, /* a manager file of another layout or architecture */
+  WL_ECORRUPT = -30005 /* a damaged or foreign manager file */
 };
 
 /* The layout of a manager's region and records, as written in a shared
@@ -142,9 +145,9 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
 /* Ends this process's agents of a shared manager, stops its threads and
  * unmaps it. */
 void wl_segment_close(wl_manager_t *m);
-/* The identity of a shared manager's file, to tell whether a path still
- * names it. Returns 0 or -errno. */
-int wl_segment_identity(wl_manager_t *m, dev_t *dev, ino_t *ino);
+/* The identity of a shared manager's file (its device and inode), to tell
+ * whether a path still names it. Returns 0 or -errno. */
+int wl_segment_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino);
 
 /* Ends every agent of every process that has died with the manager open
  * (spec 2.6), so that the requests waiting behind them are granted. Opening

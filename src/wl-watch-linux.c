@@ -1,5 +1,5 @@
 /* Prompt notice of a process's death, without polling. The kernel releases
- * a dead process's OFD lock (its proof of life, wl-live.c) only once its
+ * a dead process's OFD lock (its proof of life, wl-live-linux.c) only once its
  * memory is torn down, about 100 ms per GiB; a robust futex it marks first,
  * as each thread exits. So each process with a shared manager open runs a
  * watcher thread whose own kernel robust list holds one entry: its owner

@@ -9,7 +9,7 @@
  * is freed only once the dead process's memory is torn down (about 100 ms
  * per GiB), so an owner whose watcher's life word says it died is dead too:
  * the kernel marks that word first, and wakes the owner watching it, whose
- * process then sweeps (wl-watch.c). */
+ * process then sweeps (wl-watch-linux.c). */
 #define _GNU_SOURCE
 
 #include <errno.h>
@@ -32,7 +32,7 @@ static int wl__live_lock(int fd, int cmd, short type, wl_off_t owner,
 
 /* Owner records are never freed: a vacant one waits for the next owner, so
  * that a watcher still acting on one it watched writes only into an owner's
- * life word, never into another kind of record (wl-watch.c). */
+ * life word, never into another kind of record (wl-watch-linux.c). */
 static void wl__vacate(wl_manager_t *m, wl_off_t o) {
   __atomic_store_n(&WL__REC(m, o, wl__owner_t)->watch, 0, __ATOMIC_SEQ_CST);
   WL__PUBLISH(wl__block(m, o)->kind, WL__VACANT);
@@ -173,13 +173,13 @@ int wl_sweep(wl_manager_t *m) {
 void wl__tell_agents(wl_manager_t *m) {
   uint32_t i;
 
-  pthread_mutex_lock(&m->agents_mutex);
+  wl__os_mutex_lock(&m->agents_mutex);
   for (i = 0; i < m->agents.cap; i++) {
     wl_agent_t *agent = wl__table_get(&m->agents, i);
     if (agent != NULL)
       agent->notify(agent);
   }
-  pthread_mutex_unlock(&m->agents_mutex);
+  wl__os_mutex_unlock(&m->agents_mutex);
 }
 
 /* Other processes' agents are found by walking the owners and their agents

@@ -8,7 +8,7 @@
  * first: then it opens that one. So a file at the path is always whole,
  * unless someone else wrote it. Every process takes a shared flock when it
  * opens the file and keeps it until it has joined (holds its proof of life,
- * wl-live.c). A file not marked ready is initialised again only under an
+ * wl-live-linux.c). A file not marked ready is initialised again only under an
  * exclusive flock and only if no process has joined it; one that processes
  * use is damaged, not unfinished; and tokens never go back (the grant
  * counter is kept). A file
@@ -20,8 +20,8 @@
  * first stored to, so that a full file system (a container's small
  * /dev/shm) is a full manager, never a SIGBUS (wl__reserve).
  *
- * Each open handle is an owner (wl-live.c) with two threads of its own that
- * notice other owners' deaths (wl-watch.c): joining starts them, closing
+ * Each open handle is an owner (wl-live-linux.c) with two threads of its own that
+ * notice other owners' deaths (wl-watch-linux.c): joining starts them, closing
  * stops them. */
 #define _GNU_SOURCE
 
@@ -244,7 +244,7 @@ WL__COLD int wl__cover(wl_manager_t *m) {
   return wl__reserve(m, WL__HDR(m)->used) == 0 ? 0 : WL_ECORRUPT;
 }
 
-/* Whether a process holds a proof of life in the file (wl-live.c): it has
+/* Whether a process holds a proof of life in the file (wl-live-linux.c): it has
  * joined the manager and may not have left. When in doubt, it has. */
 static int wl__in_use(int fd, uint64_t limit) {
   struct flock fl;
@@ -501,7 +501,7 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
   m = calloc(1, sizeof(*m));
   if (m == NULL)
     return wl__fail(err, errlen, WL_ENOMEM, "out of memory");
-  if (pthread_mutex_init(&m->agents_mutex, NULL) != 0) {
+  if (wl__os_mutex_init(&m->agents_mutex) != 0) {
     free(m);
     return wl__fail(err, errlen, WL_ENOMEM, "out of memory");
   }
@@ -527,7 +527,7 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
     close(m->fd);
   }
   if (rc != 0) {
-    pthread_mutex_destroy(&m->agents_mutex);
+    wl__os_mutex_destroy(&m->agents_mutex);
     free(m);
     return rc;
   }
@@ -536,7 +536,11 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
   return 0;
 }
 
-int wl_segment_identity(wl_manager_t *m, dev_t *dev, ino_t *ino) {
+void wl__mutex_consistent(wl_manager_t *m) {
+  pthread_mutex_consistent(m->mutex);
+}
+
+int wl_segment_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino) {
   struct stat st;
 
   if (fstat(m->fd, &st) != 0)
@@ -562,6 +566,6 @@ void wl_segment_close(wl_manager_t *m) {
   close(m->probe_fd);
   close(m->fd);
   wl__table_free(&m->agents);
-  pthread_mutex_destroy(&m->agents_mutex);
+  wl__os_mutex_destroy(&m->agents_mutex);
   free(m);
 }

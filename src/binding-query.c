@@ -1,0 +1,70 @@
+/* query(): a manager's snapshot (wl_snapshot) as the spec's LockManagerSnapshot
+ * dictionary. */
+#include "binding.h"
+
+/* Entries of one name share one JS string (names[i], made on first use):
+ * a long name held or awaited many times is copied once. */
+static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
+                             napi_value modes[2], napi_value *names) {
+  napi_value array, entry, value;
+  size_t i;
+
+  WLB_CALL(env, napi_create_array_with_length(env, n, &array));
+  for (i = 0; i < n; i++) {
+    const wl_info_t *info = &infos[i];
+    napi_value *name = &names[info->name_index];
+    if (*name == NULL)
+      WLB_CALL(env, napi_create_string_utf16(env, (const char16_t *)info->name,
+                                             info->name_len, name));
+    WLB_CALL(env, napi_create_string_latin1(env, info->client_id,
+                                            info->client_id_len, &value));
+    {
+      napi_property_descriptor props[] = {
+          {"name", NULL, NULL, NULL, NULL, *name, WLB_DATA, NULL},
+          {"mode", NULL, NULL, NULL, NULL, modes[info->mode], WLB_DATA, NULL},
+          {"clientId", NULL, NULL, NULL, NULL, value, WLB_DATA, NULL},
+      };
+      WLB_CALL(env, napi_create_object(env, &entry));
+      WLB_CALL(env, napi_define_properties(env, entry, 3, props));
+    }
+    WLB_CALL(env, napi_set_element(env, array, (uint32_t)i, entry));
+  }
+  return array;
+}
+
+/* { held, pending }: the snapshot of manager m. */
+napi_value wlb__query(napi_env env, wl_manager_t *m) {
+  napi_value result = NULL, held, pending, modes[2], *names;
+  wl_snapshot_t snap;
+  int rc;
+
+  if ((rc = wl_snapshot(m, &snap)) != 0)
+    return wlb__throw_code(env, rc);
+  names = calloc(snap.nnames + 1, sizeof(*names));
+  if (names == NULL) {
+    wl_snapshot_free(&snap);
+    return wlb__throw_code(env, WL_ENOMEM);
+  }
+  if (napi_create_string_latin1(env, "exclusive", NAPI_AUTO_LENGTH,
+                                &modes[WL_EXCLUSIVE]) == napi_ok &&
+      napi_create_string_latin1(env, "shared", NAPI_AUTO_LENGTH,
+                                &modes[WL_SHARED]) == napi_ok &&
+      (held = wlb__infos(env, snap.held, snap.nheld, modes, names)) != NULL &&
+      (pending = wlb__infos(env, snap.pending, snap.npending, modes, names)) !=
+          NULL &&
+      napi_create_object(env, &result) == napi_ok &&
+      napi_define_properties(
+          env, result, 2,
+          (napi_property_descriptor[]){
+              {"held", NULL, NULL, NULL, NULL, held, WLB_DATA, NULL},
+              {"pending", NULL, NULL, NULL, NULL, pending, WLB_DATA, NULL},
+          }) == napi_ok) {
+    free(names);
+    wl_snapshot_free(&snap);
+    return result;
+  }
+  free(names);
+  wl_snapshot_free(&snap);
+  wlb__throw_last(env);
+  return NULL;
+}

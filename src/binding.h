@@ -1,0 +1,137 @@
+/* The Node-API binding's common declarations. Its files, one per job:
+ * binding.c (the module, each thread's state and agent of the process-wide
+ * manager, request slots and the delivery of events), binding-query.c
+ * (query()'s conversion of a snapshot) and the machine-wide manager's part,
+ * binding-scope-linux.c, where it exists, or binding-scope-none.c. */
+#ifndef WL_BINDING_H
+#define WL_BINDING_H
+
+/* uv.h needs the POSIX types that strict C11 hides. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <node_api.h>
+#include <uv.h>
+
+#include "wl.h"
+
+/* Checks a Node-API status in a function that returns a napi_value: on
+ * failure, throws (unless an exception is already pending) and returns NULL. */
+#define WLB_CALL(env, call)                                                    \
+  do {                                                                         \
+    if ((call) != napi_ok) {                                                   \
+      wlb__throw_last(env);                                                    \
+      return NULL;                                                             \
+    }                                                                          \
+  } while (0)
+
+/* Dictionary members as the spec's conversion makes them: own data
+ * properties, defined, so that no setter on Object.prototype intercepts. */
+#define WLB_DATA (napi_writable | napi_enumerable | napi_configurable)
+
+#define WLB_NAME_STACK 256
+
+#define wlb__container_of(ptr, type, member)                                   \
+  ((type *)((char *)(ptr) - offsetof(type, member)))
+#define WLB_DRAIN_BUDGET 1024
+
+/* The numbers in a thread's io array: a grant's fencing token goes as its
+ * low and high 32 bits. */
+enum {
+  WLB_IO_RESULT,
+  WLB_IO_ID,
+  WLB_IO_EVENTS,
+  WLB_IO_TOKEN_LO,
+  WLB_IO_TOKEN_HI,
+  WLB_IO
+};
+
+/* Request handles per chunk (see wlb_thread_t.chunks), and the most ids a
+ * thread may use: an id << 2 fits a handle's data, id * 2 + 1 a uint32. */
+#define WLB_CHUNK 256
+#define WLB_MAX_IDS ((uint32_t)1 << 29)
+/* In a used slot's data: the request is not yet granted. */
+#define WLB_WAITING 2
+/* An event of the binding's own, beside the core's WL_EV_*: the request's
+ * manager was found damaged, and the request is dropped (lib/events.js). */
+#define WLB_EV_FAILED 8
+
+typedef struct wlb_thread_s wlb_thread_t;
+
+typedef struct wlb_agent_s wlb_agent_t;
+
+/* A thread's agent of a shared manager. Its agent.data is the thread, as
+ * for the process-wide manager's. */
+struct wlb_agent_s {
+  wl_agent_t agent;
+  wlb_thread_t *t;
+  struct wlb_segment_s *seg; /* binding-scope-linux.c's */
+  uv_poll_t poll;       /* its FIFO */
+  unsigned char closed; /* wl_agent_close() ran: its records are gone */
+};
+
+struct wlb_thread_s {
+  wl_agent_t agent; /* of the process-wide manager */
+  /* Agents of shared managers, indexed by the handle lib/ holds. */
+  wlb_agent_t **scopes;
+  uint32_t nscopes;
+  uv_loop_t *loop;
+  uv_async_t async; /* woken by other threads */
+  uv_check_t check; /* woken by this thread: drains after this poll phase */
+  uv_idle_t idle;   /* keeps that poll phase from blocking meanwhile */
+  uv_prepare_t prepare; /* sees the loop about to wait (wlb__on_prepare) */
+  uv_timer_t quiet;     /* then asks whether it is stuck (wlb__on_quiet) */
+  int open_handles;
+  napi_env env;
+  napi_ref exports;  /* returned again if this thread loads the addon twice */
+  napi_ref dispatch; /* JS () => void, set by setup(): reads io */
+  /* setup()'s Uint32Array of WLB_IO numbers passed to JS without making a
+   * JS value (a handle and a Node-API call each): request()'s result, and
+   * the id, events and (for a grant) token of the delivery being
+   * dispatched. */
+  napi_ref io_ref;
+  uint32_t *io;
+  napi_async_context actx;
+  napi_async_cleanup_hook_handle hook;
+  /* Request handles in slots, in chunks of WLB_CHUNK that never move (the
+   * core maps mail back to a handle's address); a request's id is its
+   * slot's index. A handle's data is the binding's: id << 2, or-ed with
+   * WLB_WAITING, in a used slot, (next free id + 1) << 1 | 1 in a free one,
+   * so that the free list costs no extra memory. */
+  wl_request_t **chunks;
+  uint32_t nchunks;
+  uint32_t cap;       /* of chunks */
+  uint32_t free_head; /* id + 1 of the first free slot, 0 if none */
+  /* Requests not yet granted: they keep the loop alive, unless `stuck`:
+   * the loop had nothing else to do, and every one of them waits behind a
+   * lock of its own agent (see wlb__on_prepare). */
+  size_t waiting;
+  unsigned char stuck;
+};
+
+/* binding.c, for the other files. */
+void wlb__throw_last(napi_env env);
+napi_value wlb__throw_code(napi_env env, int rc);
+int wlb__args(napi_env env, napi_callback_info info, size_t n,
+              napi_value *argv, wlb_thread_t **t);
+napi_value wlb__request(napi_env env, wlb_thread_t *t, wl_agent_t *agent,
+                        napi_value *argv);
+wl_request_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id);
+void wlb__free(wlb_thread_t *t, wl_request_t *req);
+void wlb__notify(wl_agent_t *agent);
+void wlb__drain(wlb_thread_t *t);
+void wlb__closed(wlb_thread_t *t);
+
+/* binding-query.c: { held, pending }, the snapshot of manager m. */
+napi_value wlb__query(napi_env env, wl_manager_t *m);
+
+/* The machine-wide manager's part (binding-scope-*.c): its functions, which
+ * lib/ looks for (WLB_SCOPE_PROPS descriptors at most, written to props:
+ * their count), and the end of the thread's agents of it at teardown. */
+#define WLB_SCOPE_PROPS 4
+size_t wlb__scope_props(wlb_thread_t *t, napi_property_descriptor *props);
+void wlb__scope_teardown(wlb_thread_t *t);
+
+#endif

@@ -1,0 +1,70 @@
+/* The OS layer: what the core asks of the system, stated as guarantees
+ * rather than system calls (as SQLite's os.h). One file per OS family keeps
+ * them: wl-os-unix.c (Linux and macOS) and wl-os-win.c (Windows). The
+ * machine-wide manager's facilities (map a file, lock a byte for proof of
+ * life, wait for a death, wake an agent) exist on Linux alone, in the
+ * wl-*-linux.c files, and are declared in wl-internal.h. */
+#ifndef WL_OS_H
+#define WL_OS_H
+
+#include <stdint.h>
+
+#if defined(_WIN32)
+/* An SRWLOCK and an INIT_ONCE, each one pointer, without <windows.h> in
+ * every file of the core. */
+typedef struct {
+  void *ptr;
+} wl__os_mutex_t;
+typedef struct {
+  void *ptr;
+} wl__os_once_t;
+#define WL__OS_MUTEX_INIT {0}
+#define WL__OS_ONCE_INIT {0}
+#else
+#include <pthread.h>
+typedef pthread_mutex_t wl__os_mutex_t;
+typedef pthread_once_t wl__os_once_t;
+#define WL__OS_MUTEX_INIT PTHREAD_MUTEX_INITIALIZER
+#define WL__OS_ONCE_INIT PTHREAD_ONCE_INIT
+#endif
+
+/* A mutex of this process's threads. Initialising one: 0 or WL_ENOMEM.
+ * Taking one returns 0, or, for a shared manager's robust mutex (Linux:
+ * wl-segment-linux.c), WL__EOWNERDEAD when its holder died holding it (it
+ * is then held, and its state is to be repaired) or WL_ECORRUPT when it can
+ * no longer be taken (it is then not held). */
+int wl__os_mutex_init(wl__os_mutex_t *mu);
+void wl__os_mutex_destroy(wl__os_mutex_t *mu);
+int wl__os_mutex_lock(wl__os_mutex_t *mu);
+void wl__os_mutex_unlock(wl__os_mutex_t *mu);
+
+/* Runs fn once per process, whichever threads call it at once; every caller
+ * returns after fn has. */
+void wl__os_once(wl__os_once_t *once, void (*fn)(void));
+
+/* Reserves address space for a region: the largest power of two from
+ * *size down to min that the system grants, readable and writable once
+ * committed. Sets *size to it and *usable to how much of it, from its
+ * start, is committed already: all of it where the system backs pages when
+ * first touched (Linux, macOS), none where it commits only what is asked
+ * (Windows, which has no overcommit). NULL when nothing can be reserved. */
+void *wl__os_reserve(uint64_t *size, uint64_t min, uint64_t *usable);
+
+/* Commits [from, to) of a reservation (page-aligned offsets from its base),
+ * so that touching it cannot fail: 0, or WL_ENOMEM when the system has no
+ * memory to promise. */
+int wl__os_commit(void *base, uint64_t from, uint64_t to);
+
+/* Gives the memory of whole pages back to the system. They stay committed
+ * and usable; what they read afterwards is unspecified (Linux reads zeroes,
+ * macOS and Windows may keep the old bytes): the core writes every byte of
+ * a block before it reads it. */
+void wl__os_discard(void *addr, uint64_t len);
+
+uint64_t wl__os_page_size(void);
+
+/* Bits that differ from process to process and from run to run, to seed
+ * the hash of names, which may come from untrusted input. */
+uint64_t wl__os_entropy(void);
+
+#endif
