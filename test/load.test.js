@@ -17,9 +17,10 @@ describe('loading the package', function () {
       const copy = path.join(dir, 'web-locks');
       fs.mkdirSync(copy);
       for (const entry of ['package.json', 'lib']) fs.cpSync(path.join(PKG, entry), path.join(copy, entry), { recursive: true });
-      // Its dependency, wherever the package under test finds it.
-      fs.mkdirSync(path.join(copy, 'node_modules'));
-      fs.symlinkSync(path.dirname(require.resolve('node-gyp-build/package.json', { paths: [PKG] })), path.join(copy, 'node_modules', 'node-gyp-build'));
+      // Its dependency, wherever the package under test finds it: a copy, not
+      // a symlink (Windows makes those for administrators only, wine not at all).
+      fs.cpSync(path.dirname(require.resolve('node-gyp-build/package.json', { paths: [PKG] })),
+        path.join(copy, 'node_modules', 'node-gyp-build'), { recursive: true });
       // A prebuilt binary of another platform only.
       fs.mkdirSync(path.join(copy, 'prebuilds', 'win32-arm64'), { recursive: true });
       const r = spawnSync(process.execPath, ['-e', `
