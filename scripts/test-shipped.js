@@ -91,4 +91,6 @@ function main () {
   process.exit(status)
 }
 
-main()
+if (require.main === module) main()
+
+module.exports = { pack }

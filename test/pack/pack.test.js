@@ -3,8 +3,8 @@
 // it packs, which rebuilds the addon, and installs, which takes seconds).
 //
 // `npm pack` runs prepack (scripts/prebuild.js), so the tarball carries
-// stripped Node-API prebuilds for Linux x64 and arm64, glibc and musl, which
-// scripts/check-prebuilds.js checks. Installed into a fresh project with
+// stripped Node-API prebuilds for Linux x64 and arm64, glibc and musl, and
+// Windows x64, which scripts/check-prebuilds.js checks. Installed into a fresh project with
 // no network (npm --offline, and a dead proxy should npm try anyway) and no
 // compiler on PATH (PATH holds only node, npm and sh, which npm runs scripts
 // with), it must load that prebuild
@@ -32,7 +32,7 @@ const PREBUILD_DIR = `prebuilds/${process.platform}-${process.arch}`;
 // load a glibc build; this machine is glibc.
 const PREBUILD = 'web-locks.glibc.node';
 const PREBUILDS = ['linux-arm64/web-locks.glibc.node', 'linux-arm64/web-locks.musl.node',
-  'linux-x64/web-locks.glibc.node', 'linux-x64/web-locks.musl.node'].map((f) => `prebuilds/${f}`);
+  'linux-x64/web-locks.glibc.node', 'linux-x64/web-locks.musl.node', 'win32-x64/web-locks.node'].map((f) => `prebuilds/${f}`);
 
 function run(command, args, options = {}) {
   const r = spawnSync(command, args, Object.assign({ encoding: 'utf8', maxBuffer: 64 << 20 }, options));
@@ -255,7 +255,7 @@ describe('the packed package', function () {
     if (tmp && !process.env.WEB_LOCKS_KEEP_TMP) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('holds stripped Node-API prebuilds for Linux x64 and arm64, glibc and musl, the ES module and type files, the SQL and the license, and no build output', function () {
+  it('holds stripped Node-API prebuilds for Linux x64 and arm64, glibc and musl, and Windows x64, the ES module and type files, the SQL and the license, and no build output', function () {
     const prebuilds = files.filter((f) => f.startsWith('prebuilds/')).sort();
     assert.deepEqual(prebuilds, PREBUILDS, 'Node-API prebuilds, named for no particular Node ABI, tagged with their C library');
     for (const f of ['lib/index.js', 'lib/index.mjs', 'lib/polyfill.js', 'lib/polyfill.mjs', 'polyfill.js',
@@ -271,7 +271,7 @@ describe('the packed package', function () {
     }
   });
 
-  it('every prebuild needs glibc 2.28 at most, or musl, and imports only what node and its C library have (scripts/check-prebuilds.js)', function () {
+  it('every prebuild needs glibc 2.28 at most, or musl, or Windows\'s own DLLs, and imports only what node and its C library have (scripts/check-prebuilds.js)', function () {
     const r = run(process.execPath, [path.join(ROOT, 'scripts', 'check-prebuilds.js'), path.join(ROOT, 'prebuilds')]);
     assert.equal(r.status, 0, r.stdout + r.stderr);
     assert.equal(r.stdout.split('\n').filter((line) => line.startsWith('ok ')).length, PREBUILDS.length, r.stdout);

