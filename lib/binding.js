@@ -8,6 +8,7 @@ const fs = require('fs')
 const path = require('path')
 const { randomUUID } = require('crypto')
 const { SafeBigInt, SafeWeakSet } = require('./intrinsics.js')
+const { unsupported } = require('./platform.js')
 const { IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI, EV_GRANTED } = require('./events.js')
 
 const binding = loadBinding(path.join(__dirname, '..'))
@@ -37,6 +38,12 @@ function loadBinding (root) {
       'the addon needs, and crashes when an addon calls back into JavaScript from the event loop. Use Node.js or Bun.')
     unsupported.code = 'ENOTSUP'
     throw unsupported
+  }
+  const reason = unsupported(process.platform, process.arch)
+  if (reason !== null) {
+    const error = new Error(reason)
+    error.code = 'ENOTSUP'
+    throw error
   }
   try {
     return require('node-gyp-build')(root)
