@@ -189,7 +189,7 @@ async function runProcessStress(opts = {}) {
   const seconds = opts.seconds === undefined ? 5 : opts.seconds;
   const count = opts.processes || 4;
   const log = opts.log || (() => {});
-  const pkg = opts.pkg || DEFAULT_PKG;
+  const pkg = opts.pkg || process.env.WEB_LOCKS_PKG || DEFAULT_PKG;
   const { openLockManager } = require(pkg);
   const random = rng32(seed);
   const pick = (n) => Math.floor(random() * n);
