@@ -261,10 +261,12 @@ describe('the packed package', function () {
     for (const f of ['lib/index.js', 'lib/index.mjs', 'lib/polyfill.js', 'lib/polyfill.mjs', 'polyfill.js',
       'lib/polyfill-force.js', 'lib/polyfill-force.mjs', 'polyfill/force.js', 'polyfill/force.d.ts', 'polyfill/force.d.mts',
       'index.d.ts', 'index.d.mts', 'polyfill.d.ts', 'polyfill.d.mts', 'binding.gyp', 'src/binding.c', 'package.json',
-      'lib/postgres-schema.sql', 'lib/postgres-migrations/001-layout-1.sql', 'lib/postgres-migrations/002-agent-channels.sql', 'LICENSE']) {
+      'lib/postgres-schema.sql', 'lib/postgres-migrations/001-layout-1.sql', 'lib/postgres-migrations/002-agent-channels.sql', 'LICENSE',
+      'scripts/install.js', 'lib/platform.js']) {
       assert.ok(files.includes(f), `${f} is in the tarball`);
     }
-    assert.deepEqual(files.filter((f) => /^(build|test|scripts|bench|node_modules)\//.test(f)), []);
+    // scripts/install.js is the install script; no other script ships.
+    assert.deepEqual(files.filter((f) => /^(build|test|scripts|bench|node_modules)\//.test(f) && f !== 'scripts/install.js'), []);
     for (const file of PREBUILDS) {
       // An ELF file keeps a .symtab section unless stripped.
       assert.ok(!fs.readFileSync(path.join(ROOT, file)).includes('.symtab'), `${file} is stripped`);
@@ -375,7 +377,7 @@ describe('the packed package', function () {
       const r = registryInstall(project, registry, env, ['--strict-allow-scripts']);
       assert.notEqual(r.status, 0, `install succeeded:\n${r.stdout}\n${r.stderr}`);
       assert.match(r.stderr, /ESTRICTALLOWSCRIPTS/);
-      assert.match(r.stderr, /web-locks@\S+ \(install: node-gyp-build\)/);
+      assert.match(r.stderr, /web-locks@\S+ \(install: node scripts\/install\.js\)/);
       assert.ok(!fs.existsSync(path.join(project, 'node_modules', 'web-locks')), 'nothing installed');
     });
 
