@@ -19,7 +19,13 @@
 // Also built once at -O0: an optimizer can drop calls into code a build
 // leaves out (the machine-wide manager's files), which at -O0 stay and would
 // be undefined `wl_`/`wl__` symbols; -undefined dynamic_lookup links them
-// anyway, so this looks for them.
+// anyway, so this looks for them. (Clang drops a branch whose condition is a
+// constant even at -O0, so this finds the calls that survive that; gcc at -O0
+// with -Wl,--no-undefined is make -C test/c portable.)
+//
+// First, a canary: a file with a call to an undefined wl__ function and to
+// a function neither libSystem nor Node has is linked and must be caught, so
+// that a reader which found no symbols cannot pass.
 //
 //   node scripts/check-darwin.js [--keep]    (--keep: leave the temp dir)
 
@@ -147,7 +153,38 @@ function inspect (file, build, declared) {
   }
   if (wl.length) problems.push(`undefined symbols of the addon's own (a call into a file this build leaves out): ${wl.join(', ')}`)
   if (unknown.length) problems.push(`undefined symbols that are neither libSystem's nor a Node-API or libuv function of Node's headers: ${unknown.join(', ')}`)
+  if (counts.napi === 0 || counts.libSystem === 0) problems.push(`no Node-API or no libSystem import found (${counts.napi}, ${counts.libSystem}): the symbol table was misread`)
   return { problems, summary: `${counts.napi} napi_, ${counts.uv} uv_ (dynamic lookup), ${counts.libSystem} libSystem` }
+}
+
+function zigCc (zig, args, cwd) {
+  const started = Date.now()
+  const r = spawnSync(zig, ['cc', ...args], { cwd, encoding: 'utf8', timeout: 300000 })
+  const seconds = ((Date.now() - started) / 1000).toFixed(1)
+  const failure = r.error || r.status !== 0 ? `${r.error ? r.error.message : `exit ${r.status}`}:\n${r.stderr}` : null
+  return { failure, seconds }
+}
+
+const CANARY = `
+void wl__canary_missing(void);
+int epoll_create(int);
+int napi_get_boolean(void *, int, void *);
+int web_locks_canary(void) { wl__canary_missing(); napi_get_boolean(0, 0, 0); return epoll_create(1); }
+`
+
+// Whether inspect() catches what it must, on a file made to fail it.
+function canary (zig, tmp, declared) {
+  const source = path.join(tmp, 'canary.c')
+  fs.writeFileSync(source, CANARY)
+  const out = path.join(tmp, 'canary.node')
+  const { failure } = zigCc(zig, ['-target', BUILDS[0].zig, '-shared', '-Wl,-undefined,dynamic_lookup', source, '-o', out], tmp)
+  if (failure) return `the canary did not link: ${failure}`
+  const { problems } = inspect(out, BUILDS[0], declared)
+  const text = problems.join('\n')
+  if (!text.includes('_wl__canary_missing') || !text.includes('_epoll_create') || text.includes('_napi_get_boolean')) {
+    return `the canary's symbols were not reported as expected:\n  ${problems.join('\n  ') || '(no problems found)'}`
+  }
+  return null
 }
 
 function main () {
@@ -161,17 +198,17 @@ function main () {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-darwin-'))
   const results = []
   try {
+    const canaryFailure = canary(zig, tmp, declared)
+    results.push({ label: 'canary', ok: !canaryFailure, text: canaryFailure || 'a missing wl__ function and a Linux-only one are caught' })
     for (const build of BUILDS) {
       const flags = build.opt ? [...cflags.filter((f) => !/^-O/.test(f)), build.opt] : cflags
       const label = `${build.zig} ${flags.filter((f) => /^-O/.test(f)).join(' ') || '(no -O)'}`
       const out = path.join(tmp, `${build.zig}${build.opt || ''}.node`)
-      const args = ['cc', '-target', build.zig, '-shared', '-Wl,-undefined,dynamic_lookup', ...flags, '-Werror',
+      const args = ['-target', build.zig, '-shared', '-Wl,-undefined,dynamic_lookup', ...flags, '-Werror',
         ...spec.defines.map((d) => `-D${d}`), '-I', headers, ...spec.sources.map((s) => path.join(ROOT, s)), '-o', out]
-      const started = Date.now()
-      const r = spawnSync(zig, args, { cwd: tmp, encoding: 'utf8', timeout: 300000 })
-      const seconds = ((Date.now() - started) / 1000).toFixed(1)
-      if (r.error || r.status !== 0) {
-        results.push({ label, ok: false, text: `compile/link failed (${r.error ? r.error.message : `exit ${r.status}`}, ${seconds} s):\n${r.stderr}` })
+      const { failure, seconds } = zigCc(zig, args, tmp)
+      if (failure) {
+        results.push({ label, ok: false, text: `compile/link failed (${seconds} s): ${failure}` })
         continue
       }
       const { problems, summary } = inspect(out, build, declared)
