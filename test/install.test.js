@@ -43,6 +43,38 @@ describe('platforms web-locks does not support', function () {
     assert.doesNotMatch(r.stdout + r.stderr, /gyp/);
   });
 
+  it('start nothing at install even when a build from source is asked for, where elsewhere node-gyp-build runs node-gyp', function () {
+    // Shims on an otherwise empty PATH log every call: node-gyp-build's
+    // installer runs `node-gyp rebuild` from PATH (no node-gyp package is
+    // resolvable from it here) when npm_config_build_from_source is set.
+    if (process.platform === 'win32') this.skip(); // the shims are sh scripts
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-install-'));
+    try {
+      const bin = path.join(dir, 'bin');
+      fs.mkdirSync(bin);
+      for (const tool of ['node-gyp', 'node-gyp-build-test', 'cc', 'gcc', 'clang', 'make', 'python3', 'python']) {
+        fs.writeFileSync(path.join(bin, tool), '#!/bin/sh\necho "$0 $*" >> "$WL_SHIM_LOG"\nexit 0\n', { mode: 0o755 });
+      }
+      const log = path.join(dir, 'log');
+      const script = `process.argv[1] = ${JSON.stringify(path.join(PKG, 'scripts', 'install.js'))}; require(process.argv[1])`;
+      const env = { PATH: bin, WL_SHIM_LOG: log, npm_config_build_from_source: 'true' };
+      const calls = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim() : '');
+
+      const refused = runAs('win32', 'arm64', script, { cwd: PKG, env });
+      assert.equal(refused.status, 1, refused.stdout + refused.stderr);
+      assert.equal(refused.stderr.trim(), unsupported('win32', 'arm64'));
+      assert.equal(calls(), '', 'nothing started on win32-arm64');
+
+      // The same on a supported platform reaches node-gyp-build's installer,
+      // which honours npm_config_build_from_source: the shims see node-gyp.
+      const supported = runAs('linux', 'x64', script, { cwd: PKG, env });
+      assert.equal(supported.status, 0, supported.stdout + supported.stderr);
+      assert.equal(calls(), `${path.join(bin, 'node-gyp')} rebuild`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('fail at load with ENOTSUP and that sentence, not an advice to rebuild', function () {
     const r = runAs('win32', 'ia32', `try { require(${JSON.stringify(PKG)}) } catch (error) {
       console.log(JSON.stringify({ code: error.code, message: error.message })) }`);
