@@ -26,10 +26,11 @@
           "sources": ["src/binding-scope-none.c"]
         }]
       ],
-      "cflags_c": ["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "cflags_c": ["-std=c11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "xcode_settings": {
         "GCC_C_LANGUAGE_STANDARD": "c11",
-        "OTHER_CFLAGS": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+        "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
+        "OTHER_CFLAGS": ["-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"]
       }
     }
   ]

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "wl-os.h"
-#include "wl.h"
 
 /* GCC's builtins (atomics, branch hints, bit scans) are used throughout:
  * every compiler the package is built with (GCC, Clang, Zig's and
@@ -14,10 +13,6 @@
 #if !defined(__GNUC__)
 #error "web-locks builds with GCC or Clang"
 #endif
-
-/* A robust mutex's holder died holding it (wl-os.h): one of the core's own
- * codes, never returned to callers. */
-#define WL__EOWNERDEAD (-30100)
 
 /* Size classes of region blocks: class c holds 2^(c + WL__MIN_SHIFT) bytes,
  * its 16-byte header included. */
@@ -230,7 +225,6 @@ struct wl_manager_s {
  * without a stray access and reports WL_ECORRUPT. */
 #define WL__COLD __attribute__((cold, noinline))
 #define WL__UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define WL__LIKELY(x) __builtin_expect(!!(x), 1)
 
 /* Keeps a value read from a shared region as read: the compiler may not read
  * the region again for it, where another process may have changed it since

@@ -2,7 +2,6 @@
 #define _DEFAULT_SOURCE  /* MAP_ANONYMOUS, MAP_NORESERVE, madvise (glibc) */
 #define _DARWIN_C_SOURCE /* the same on macOS */
 
-#include <errno.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,20 +13,6 @@ int wl__os_mutex_init(wl__os_mutex_t *mu) {
 }
 
 void wl__os_mutex_destroy(wl__os_mutex_t *mu) { pthread_mutex_destroy(mu); }
-
-int wl__os_mutex_lock(wl__os_mutex_t *mu) {
-  int rc = pthread_mutex_lock(mu);
-
-  if (WL__LIKELY(rc == 0))
-    return 0;
-#ifdef EOWNERDEAD
-  if (rc == EOWNERDEAD)
-    return WL__EOWNERDEAD;
-#endif
-  return WL_ECORRUPT;
-}
-
-void wl__os_mutex_unlock(wl__os_mutex_t *mu) { pthread_mutex_unlock(mu); }
 
 void wl__os_once(wl__os_once_t *once, void (*fn)(void)) {
   pthread_once(once, fn);

@@ -9,6 +9,12 @@
 
 #include <stdint.h>
 
+#include "wl.h"
+
+/* A robust mutex's holder died holding it (wl__os_mutex_lock): one of the
+ * core's own codes, never returned to callers. */
+#define WL__EOWNERDEAD (-30100)
+
 #if defined(_WIN32)
 /* An SRWLOCK and an INIT_ONCE, each one pointer, without <windows.h> in
  * every file of the core. */
@@ -35,8 +41,28 @@ typedef pthread_once_t wl__os_once_t;
  * no longer be taken (it is then not held). */
 int wl__os_mutex_init(wl__os_mutex_t *mu);
 void wl__os_mutex_destroy(wl__os_mutex_t *mu);
+#if defined(_WIN32)
 int wl__os_mutex_lock(wl__os_mutex_t *mu);
 void wl__os_mutex_unlock(wl__os_mutex_t *mu);
+#else
+#include <errno.h>
+/* Inline: every operation of the core takes and gives back a mutex. */
+static inline int wl__os_mutex_lock(wl__os_mutex_t *mu) {
+  int rc = pthread_mutex_lock(mu);
+
+  if (__builtin_expect(rc == 0, 1))
+    return 0;
+#ifdef EOWNERDEAD
+  if (rc == EOWNERDEAD)
+    return WL__EOWNERDEAD;
+#endif
+  return WL_ECORRUPT;
+}
+
+static inline void wl__os_mutex_unlock(wl__os_mutex_t *mu) {
+  pthread_mutex_unlock(mu);
+}
+#endif
 
 /* Runs fn once per process, whichever threads call it at once; every caller
  * returns after fn has. */
