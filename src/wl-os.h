@@ -15,23 +15,11 @@
  * core's own codes, never returned to callers. */
 #define WL__EOWNERDEAD (-30100)
 
+/* The types, and what is inline, per platform. */
 #if defined(_WIN32)
-/* An SRWLOCK and an INIT_ONCE, each one pointer, without <windows.h> in
- * every file of the core. */
-typedef struct {
-  void *ptr;
-} wl__os_mutex_t;
-typedef struct {
-  void *ptr;
-} wl__os_once_t;
-#define WL__OS_MUTEX_INIT {0}
-#define WL__OS_ONCE_INIT {0}
+#include "wl-os-win.h"
 #else
-#include <pthread.h>
-typedef pthread_mutex_t wl__os_mutex_t;
-typedef pthread_once_t wl__os_once_t;
-#define WL__OS_MUTEX_INIT PTHREAD_MUTEX_INITIALIZER
-#define WL__OS_ONCE_INIT PTHREAD_ONCE_INIT
+#include "wl-os-unix.h"
 #endif
 
 /* A mutex of this process's threads. Initialising one: 0 or WL_ENOMEM.
@@ -41,27 +29,11 @@ typedef pthread_once_t wl__os_once_t;
  * no longer be taken (it is then not held). */
 int wl__os_mutex_init(wl__os_mutex_t *mu);
 void wl__os_mutex_destroy(wl__os_mutex_t *mu);
-#if defined(_WIN32)
+/* Inline where the platform's header says so (wl-os-unix.h): every
+ * operation of the core takes and gives back a mutex. */
+#if !WL__OS_MUTEX_INLINE
 int wl__os_mutex_lock(wl__os_mutex_t *mu);
 void wl__os_mutex_unlock(wl__os_mutex_t *mu);
-#else
-#include <errno.h>
-/* Inline: every operation of the core takes and gives back a mutex. */
-static inline int wl__os_mutex_lock(wl__os_mutex_t *mu) {
-  int rc = pthread_mutex_lock(mu);
-
-  if (__builtin_expect(rc == 0, 1))
-    return 0;
-#ifdef EOWNERDEAD
-  if (rc == EOWNERDEAD)
-    return WL__EOWNERDEAD;
-#endif
-  return WL_ECORRUPT;
-}
-
-static inline void wl__os_mutex_unlock(wl__os_mutex_t *mu) {
-  pthread_mutex_unlock(mu);
-}
 #endif
 
 /* Runs fn once per process, whichever threads call it at once; every caller
