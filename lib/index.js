@@ -15,7 +15,7 @@ const {
   SafeSet, SetPrototypeAdd, SetPrototypeDelete, SetPrototypeForEach, SetPrototypeGetSize,
   SafeWeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet, WeakMapPrototypeDelete,
   SafeMap, MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
-  SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
+  SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener, queueMicrotask
 } = require('./intrinsics.js')
 const { processBackend } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
@@ -272,6 +272,14 @@ function adoptNative (request, promise) {
 // signal over an ordered set of its waiting requests does the same, in the
 // same order, without piling listeners (and Node's MaxListeners warning) on a
 // signal that many requests share.
+//
+// The algorithms run when the signal is aborted, not when anyone dispatches
+// an event named 'abort' on it (spec 4.3): such an event finds the signal not
+// aborted and leaves every request as it was. The listener (a once-listener)
+// is then added again after the dispatch, not during it, where it could be
+// called again by the same dispatch; a signal aborted meanwhile is seen at
+// once by addAbortListener, which calls a listener of an aborted signal in a
+// microtask.
 const watched = new SafeWeakMap()
 
 function abortOne (request) {
@@ -281,8 +289,16 @@ function abortOne (request) {
 function watch (signal, request) {
   let entry = WeakMapPrototypeGet(watched, signal)
   if (entry === undefined) {
+    const { signalOps } = request.options
     const waiting = new SafeSet()
+    const listen = () => {
+      if (WeakMapPrototypeGet(watched, signal) === entry) entry.listening = addAbortListener(signal, listener)
+    }
     const listener = () => {
+      if (!signalOps.aborted(signal)) {
+        queueMicrotask(listen)
+        return
+      }
       WeakMapPrototypeDelete(watched, signal)
       SetPrototypeForEach(waiting, abortOne)
     }
@@ -549,8 +565,11 @@ class Lock {
   }
 }
 
-// WebIDL members are enumerable, and interfaces carry their name as a tag.
+// WebIDL members are enumerable, and interfaces carry their name as a tag;
+// an interface without a constructor has a length of 0 (Web IDL 3.7.1),
+// whatever parameters its internal constructor takes.
 for (const [Class, members] of [[LockManager, ['request', 'query', 'close']], [Lock, ['name', 'mode', 'token']]]) {
+  Object.defineProperty(Class, 'length', { value: 0 })
   for (const member of members) {
     Object.defineProperty(Class.prototype, member, { enumerable: true })
   }
