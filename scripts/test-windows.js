@@ -27,7 +27,7 @@ const { postgres, stop } = require('../test/fixtures/postgres.js')
 const ROOT = path.resolve(__dirname, '..')
 const SUITES = ['request', 'threads', 'steal', 'signal', 'query', 'keep-alive', 'thread-end', 'polyfill', 'esm',
   'names', 'validation', 'bad-input', 'callback', 'classes', 'if-available', 'async-context', 'diagnostics',
-  'token', 'builtin-coexistence', 'load', 'region', 'postgres', 'postgres-ring', 'postgres-roles', 'postgres-sweep']
+  'token', 'builtin-coexistence', 'load', 'region', 'postgres', 'postgres-ring', 'postgres-roles', 'postgres-sweep', 'abort-event']
   .map((s) => `test/${s}.test.js`).concat('test/no-shared/no-shared.test.js')
 // Files not run: host and host-hostile (the machine-wide manager, Linux
 // only: no-shared.test.js checks that openLockManager(scope) rejects with a
