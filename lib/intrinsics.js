@@ -62,6 +62,7 @@ const nodeSignalPrototype = getPrototypeOf(typeof transferableAbortController ==
 
 module.exports = {
   ReflectApply,
+  ObjectDefineProperty: Object.defineProperty,
   getter,
   SafePromise: Promise,
   nativeThen: Promise.prototype.then,
