@@ -39,10 +39,20 @@ function nodeDOMException () {
 // The class of the DOMExceptions this copy of the package makes: Node's,
 // or the one the polyfill found in its realm when it loaded, so that test
 // code under jsdom or happy-dom sees `error instanceof DOMException`.
-let DOMExceptionClass = nodeDOMException()
+const NodeDOMException = nodeDOMException()
+let DOMExceptionClass = NodeDOMException
 
+// An environment's class passed the check below with one name, but may
+// throw for another, or later: then Node's makes the error, since this
+// runs where a throw would end the process (a steal's AbortError is made
+// in the addon's dispatcher).
 function domException (message, name) {
-  return new DOMExceptionClass(message, name)
+  if (DOMExceptionClass !== NodeDOMException) {
+    try {
+      return new DOMExceptionClass(message, name)
+    } catch {}
+  }
+  return new NodeDOMException(message, name)
 }
 
 // Adopts Class if it makes DOMExceptions as the spec's constructor does.
