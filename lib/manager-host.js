@@ -108,10 +108,14 @@ function hostTarget (scope, options) {
 // Opens this thread's agent of the manager in target.file. Throws an Error
 // whose code says what is wrong with the file and whose message names it,
 // or a NotSupportedError from a build without the machine-wide manager (any
-// platform but Linux: binding.gyp).
+// platform but Linux, or WEB_LOCKS_NO_SHARED at install: binding.gyp).
 function openHost (binding, { file, size, mode }) {
   if (typeof binding.open !== 'function') {
-    throw domException(fail('this build of web-locks has no machine-wide lock manager (it needs Linux).'), 'NotSupportedError')
+    // On Linux, only a build asked for without it lacks it.
+    const why = process.platform === 'linux'
+      ? 'it was built with WEB_LOCKS_NO_SHARED set; to have it, unset that and run: npm rebuild web-locks --build-from-source'
+      : 'it needs Linux'
+    throw domException(fail(`this build of web-locks has no machine-wide lock manager (${why}).`), 'NotSupportedError')
   }
   // Bun aborts the process when an addon polls a descriptor (uv_poll_init),
   // which is how another process wakes this one.
