@@ -64,6 +64,23 @@ function useDOMException (Class) {
   } catch {}
 }
 
+// An error the addon threw, made again in this realm (the addon makes its
+// objects in the realm that first loaded it): the same kind, message and
+// code, and the addon's error as its cause.
+function realmError (error, prefix = '') {
+  if (error === null || typeof error !== 'object') return error
+  try {
+    const { name, message, code } = error
+    const text = `${prefix}${message}`
+    const options = { cause: error }
+    const copy = name === 'TypeError' ? new TypeError(text, options) : name === 'RangeError' ? new RangeError(text, options) : new Error(text, options)
+    if (code !== undefined) copy.code = code
+    return copy
+  } catch {
+    return error
+  }
+}
+
 // Node's AbortSignal.prototype; where util has no transferableAbortController
 // (Bun), the global AbortController's, as this package finds it at load.
 const nodeSignalPrototype = getPrototypeOf(typeof transferableAbortController === 'function'
@@ -99,6 +116,7 @@ module.exports = {
   SymbolDispose: Symbol.dispose,
   domException,
   useDOMException,
+  realmError,
   SafeTypeError: TypeError,
   SafeRangeError: RangeError,
   SafeBigInt: BigInt,

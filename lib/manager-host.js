@@ -7,7 +7,7 @@
 
 const path = require('path')
 const { randomUUID } = require('crypto')
-const { domException, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
+const { domException, realmError, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
 const { nativeBackend } = require('./manager-process.js')
 
 const DEFAULT_DIR = '/dev/shm'
@@ -68,7 +68,7 @@ function hostBackend (binding, handle, file) {
   const translate = (error) => {
     if (error !== null && typeof error === 'object' && error.code === 'ENOMEM') return quotaExceeded(file)
     if (error !== null && typeof error === 'object' && error.code === 'ECORRUPT') return damaged(file)
-    return error
+    return realmError(error)
   }
   const backend = nativeBackend(binding, {
     request (name, how) {
@@ -126,10 +126,7 @@ function openHost (binding, { file, size, mode }) {
   try {
     handle = binding.open(file, size, mode, randomUUID())
   } catch (error) {
-    if (error !== null && typeof error === 'object' && typeof error.message === 'string') {
-      error.message = `web-locks: ${error.message}`
-    }
-    throw error
+    throw realmError(error, 'web-locks: ')
   }
   return hostBackend(binding, handle, file)
 }
