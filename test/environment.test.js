@@ -83,11 +83,13 @@ describe('what the per-realm install assumes of the environment', function () {
       await navigator.locks.request('s', { steal: true }, () => {});
       const stolen = await held;
       const { openLockManager } = require(PKG);
-      const scope = await openLockManager('env-' + process.pid, { dir: require('os').tmpdir() });
+      const fs = require('fs');
+      const dir = fs.mkdtempSync(require('path').join(require('os').tmpdir(), 'web-locks-env-'));
+      const scope = await openLockManager('env', { dir });
       const waiting = scope.request('c', () => new Promise(() => {})).catch((e) => e);
       await scope.close();
       const closed = await waiting;
-      require('fs').rmSync(require('path').join(require('os').tmpdir(), 'web-locks.env-' + process.pid), { force: true });
+      fs.rmSync(dir, { recursive: true, force: true });
       return [reserved, stolen, closed].map((e) => ({ name: e.name, lookAlike: e instanceof LookAlike, node: e instanceof nodeDOMException() }));
     `);
     assert.deepEqual(ok(r), [
