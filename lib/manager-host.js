@@ -113,7 +113,7 @@ function openHost (binding, { file, size, mode }) {
   if (typeof binding.open !== 'function') {
     // On Linux, only a build asked for without it lacks it.
     const why = process.platform === 'linux'
-      ? 'it was built with WEB_LOCKS_NO_SHARED set; to have it, unset that and run: npm rebuild web-locks --build-from-source'
+      ? 'it was built with WEB_LOCKS_NO_SHARED set; to have it, remove node_modules/web-locks/build and, without that variable, run: npm rebuild web-locks'
       : 'it needs Linux'
     throw domException(fail(`this build of web-locks has no machine-wide lock manager (${why}).`), 'NotSupportedError')
   }
