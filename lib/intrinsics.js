@@ -64,6 +64,10 @@ function useDOMException (Class) {
   } catch {}
 }
 
+const SafeError = Error
+const SafeTypeError = TypeError
+const SafeRangeError = RangeError
+
 // An error the addon threw, made again in this realm (the addon makes its
 // objects in the realm that first loaded it): the same kind, message and
 // code, and the addon's error as its cause.
@@ -73,7 +77,8 @@ function realmError (error, prefix = '') {
     const { name, message, code } = error
     const text = `${prefix}${message}`
     const options = { cause: error }
-    const copy = name === 'TypeError' ? new TypeError(text, options) : name === 'RangeError' ? new RangeError(text, options) : new Error(text, options)
+    const Class = name === 'TypeError' ? SafeTypeError : name === 'RangeError' ? SafeRangeError : SafeError
+    const copy = new Class(text, options)
     if (code !== undefined) copy.code = code
     return copy
   } catch {
@@ -117,8 +122,8 @@ module.exports = {
   domException,
   useDOMException,
   realmError,
-  SafeTypeError: TypeError,
-  SafeRangeError: RangeError,
+  SafeTypeError,
+  SafeRangeError,
   SafeBigInt: BigInt,
   nodeSignalPrototype,
   // Listens once to a signal's abort event in a way that another listener's
