@@ -20,6 +20,7 @@ const {
 const { processBackend } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./manager-postgres.js')
+const { HOST_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
 const {
   SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN, EV_FAILED, IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI
 } = require('./events.js')
@@ -114,13 +115,24 @@ class LockRequest {
     const { signal, signalOps } = this.options
     if (this.held && signal !== undefined) {
       unwatch(signal, this)
-      if (signalOps.aborted(signal)) {
+      let aborted
+      let reason
+      try {
+        aborted = signalOps.aborted(signal)
+        if (aborted) reason = signalOps.reason(signal)
+      } catch (error) {
+        // An environment's signal whose getter throws now: its error is the
+        // request's, as an abort's reason would be.
+        aborted = true
+        reason = error
+      }
+      if (aborted) {
         // Aborted after the grant was made but before it reached this
         // thread (spec 4.4 step 14.1.1): released without a callback. The
         // abort steps rejected the promise, unless a replaced
         // addEventListener kept them from running.
         this.release()
-        this.settle(false, signalOps.reason(signal), ABORTED)
+        this.settle(false, reason, ABORTED)
         return
       }
     }
@@ -230,7 +242,13 @@ class LockRequest {
     if (this.settled) return
     this.backend.abort(this)
     const { signal, signalOps } = this.options
-    this.settle(false, signalOps.reason(signal), ABORTED)
+    let reason
+    try {
+      reason = signalOps.reason(signal)
+    } catch (error) {
+      reason = error // an environment's getter that throws: in an abort listener, a throw would end the process
+    }
+    this.settle(false, reason, ABORTED)
   }
 
   // Its manager was closed or found damaged, or its agent ended (a
@@ -312,7 +330,12 @@ function unwatch (signal, request) {
   const entry = WeakMapPrototypeGet(watched, signal)
   if (entry === undefined || !SetPrototypeDelete(entry.waiting, request) || SetPrototypeGetSize(entry.waiting) > 0) return
   WeakMapPrototypeDelete(watched, signal)
-  entry.listening[SymbolDispose]()
+  try {
+    entry.listening[SymbolDispose]()
+  } catch {
+    // An environment's removeEventListener that throws (this runs in the
+    // dispatcher): the listener stays, over an empty set.
+  }
 }
 
 function toDOMString (value) {
@@ -521,6 +544,8 @@ function closeAll () {
 function openLockManager (scope, options) {
   try {
     const postgres = options !== null && typeof options === 'object' ? options.postgres : undefined
+    if (postgres !== undefined) rejectUnknown(options, POSTGRES_OPTIONS, 'openLockManager', 'a PostgreSQL lock manager')
+    else rejectUnknown(options, HOST_OPTIONS, 'openLockManager', 'a machine-wide lock manager')
     if (postgres !== undefined) {
       const target = postgresTarget(scope, postgres, options)
       return PromisePrototypeThen(openPostgres(target), (backend) => new LockManager(kToken, backend))

@@ -14,8 +14,8 @@ function define (object, name, value, enumerable) {
 // Whether navigator.locks is absent, null, or put there by a polyfill of
 // this package (in any realm of this thread).
 function replaceable (navigator) {
-  if (!('locks' in navigator)) return true
   try {
+    if (!('locks' in navigator)) return true
     const current = navigator.locks
     return current === null || current === undefined || WeakSetPrototypeHas(binding.polyfilled, current)
   } catch {
@@ -34,12 +34,23 @@ function defineClass (name, Class, force) {
 module.exports = function install (force) {
   // The errors this copy makes are this realm's DOMExceptions (jsdom's or
   // happy-dom's in a DOM environment), whatever the global is later.
-  useDOMException(globalThis.DOMException)
-  if (typeof globalThis.navigator !== 'object' || globalThis.navigator === null) {
-    define(globalThis, 'navigator', {}, false)
+  let Class
+  try {
+    Class = globalThis.DOMException
+  } catch {} // a getter that throws: Node's DOMException
+  useDOMException(Class)
+  let navigator
+  try {
+    navigator = globalThis.navigator
+  } catch {
+    return false // a getter that throws is someone's: left alone
   }
-  if (!force && !replaceable(globalThis.navigator)) return false
-  define(globalThis.navigator, 'locks', locks, true)
+  if (typeof navigator !== 'object' || navigator === null) {
+    navigator = {}
+    define(globalThis, 'navigator', navigator, false)
+  }
+  if (!force && !replaceable(navigator)) return false
+  define(navigator, 'locks', locks, true)
   WeakSetPrototypeAdd(binding.polyfilled, locks)
   defineClass('LockManager', LockManager, force)
   defineClass('Lock', Lock, force)

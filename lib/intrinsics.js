@@ -39,10 +39,20 @@ function nodeDOMException () {
 // The class of the DOMExceptions this copy of the package makes: Node's,
 // or the one the polyfill found in its realm when it loaded, so that test
 // code under jsdom or happy-dom sees `error instanceof DOMException`.
-let DOMExceptionClass = nodeDOMException()
+const NodeDOMException = nodeDOMException()
+let DOMExceptionClass = NodeDOMException
 
+// An environment's class passed the check below with one name, but may
+// throw for another, or later: then Node's makes the error, since this
+// runs where a throw would end the process (a steal's AbortError is made
+// in the addon's dispatcher).
 function domException (message, name) {
-  return new DOMExceptionClass(message, name)
+  if (DOMExceptionClass !== NodeDOMException) {
+    try {
+      return new DOMExceptionClass(message, name)
+    } catch {}
+  }
+  return new NodeDOMException(message, name)
 }
 
 // Adopts Class if it makes DOMExceptions as the spec's constructor does.
@@ -54,6 +64,28 @@ function useDOMException (Class) {
   } catch {}
 }
 
+const SafeError = Error
+const SafeTypeError = TypeError
+const SafeRangeError = RangeError
+
+// An error the addon threw, made again in this realm (the addon makes its
+// objects in the realm that first loaded it): the same kind, message and
+// code, and the addon's error as its cause.
+function realmError (error, prefix = '') {
+  if (error === null || typeof error !== 'object') return error
+  try {
+    const { name, message, code } = error
+    const text = `${prefix}${message}`
+    const options = { cause: error }
+    const Class = name === 'TypeError' ? SafeTypeError : name === 'RangeError' ? SafeRangeError : SafeError
+    const copy = new Class(text, options)
+    if (code !== undefined) copy.code = code
+    return copy
+  } catch {
+    return error
+  }
+}
+
 // Node's AbortSignal.prototype; where util has no transferableAbortController
 // (Bun), the global AbortController's, as this package finds it at load.
 const nodeSignalPrototype = getPrototypeOf(typeof transferableAbortController === 'function'
@@ -62,6 +94,7 @@ const nodeSignalPrototype = getPrototypeOf(typeof transferableAbortController ==
 
 module.exports = {
   ReflectApply,
+  ObjectDefineProperty: Object.defineProperty,
   getter,
   SafePromise: Promise,
   nativeThen: Promise.prototype.then,
@@ -88,8 +121,9 @@ module.exports = {
   SymbolDispose: Symbol.dispose,
   domException,
   useDOMException,
-  SafeTypeError: TypeError,
-  SafeRangeError: RangeError,
+  realmError,
+  SafeTypeError,
+  SafeRangeError,
   SafeBigInt: BigInt,
   nodeSignalPrototype,
   // Listens once to a signal's abort event in a way that another listener's

@@ -7,7 +7,7 @@
 
 const path = require('path')
 const { randomUUID } = require('crypto')
-const { domException, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
+const { domException, realmError, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
 const { nativeBackend } = require('./manager-process.js')
 
 const DEFAULT_DIR = '/dev/shm'
@@ -68,7 +68,7 @@ function hostBackend (binding, handle, file) {
   const translate = (error) => {
     if (error !== null && typeof error === 'object' && error.code === 'ENOMEM') return quotaExceeded(file)
     if (error !== null && typeof error === 'object' && error.code === 'ECORRUPT') return damaged(file)
-    return error
+    return realmError(error)
   }
   const backend = nativeBackend(binding, {
     request (name, how) {
@@ -108,10 +108,14 @@ function hostTarget (scope, options) {
 // Opens this thread's agent of the manager in target.file. Throws an Error
 // whose code says what is wrong with the file and whose message names it,
 // or a NotSupportedError from a build without the machine-wide manager (any
-// platform but Linux: binding.gyp).
+// platform but Linux, or WEB_LOCKS_NO_SHARED at install: binding.gyp).
 function openHost (binding, { file, size, mode }) {
   if (typeof binding.open !== 'function') {
-    throw domException(fail('this build of web-locks has no machine-wide lock manager (it needs Linux).'), 'NotSupportedError')
+    // On Linux, only a build asked for without it lacks it.
+    const why = process.platform === 'linux'
+      ? 'it was built with WEB_LOCKS_NO_SHARED set; to have it, remove node_modules/web-locks/build and, without that variable, run: npm rebuild web-locks'
+      : 'it needs Linux'
+    throw domException(fail(`this build of web-locks has no machine-wide lock manager (${why}).`), 'NotSupportedError')
   }
   // Bun aborts the process when an addon polls a descriptor (uv_poll_init),
   // which is how another process wakes this one.
@@ -122,10 +126,7 @@ function openHost (binding, { file, size, mode }) {
   try {
     handle = binding.open(file, size, mode, randomUUID())
   } catch (error) {
-    if (error !== null && typeof error === 'object' && typeof error.message === 'string') {
-      error.message = `web-locks: ${error.message}`
-    }
-    throw error
+    throw realmError(error, 'web-locks: ')
   }
   return hostBackend(binding, handle, file)
 }

@@ -25,7 +25,25 @@
 // - closed: whether it has.
 
 const { IO_RESULT } = require('./events.js')
-const { PromiseResolve } = require('./intrinsics.js')
+const { PromiseResolve, ObjectDefineProperty } = require('./intrinsics.js')
+
+// The addon makes its objects in the realm that first loaded it (its
+// exports are one per thread); a snapshot is copied into this copy of lib/'s
+// realm (a test file's, under jest), as its promises and errors are. Entries
+// are defined, not assigned, so that no index setter of Array.prototype
+// sees them; names stay the addon's strings (one per name).
+function infosInThisRealm (infos) {
+  const copy = []
+  for (let i = 0; i < infos.length; i++) {
+    const { name, mode, clientId } = infos[i]
+    ObjectDefineProperty(copy, i, { __proto__: null, value: { name, mode, clientId }, writable: true, enumerable: true, configurable: true })
+  }
+  return copy
+}
+
+function snapshotInThisRealm ({ held, pending }) {
+  return { held: infosInThisRealm(held), pending: infosInThisRealm(pending) }
+}
 
 // A backend on the core: the native calls `ops` ({ request(name, how),
 // release(id), abort(id), query(), close() if the agent can leave, and
@@ -64,7 +82,7 @@ function nativeBackend ({ requests, io }, ops) {
     forget (request) {
       requests[request.id] = undefined
     },
-    query: ops.query,
+    query: () => snapshotInThisRealm(ops.query()),
     close: undefined
   }
   if (ops.close !== undefined) {

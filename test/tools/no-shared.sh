@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# Builds the addon without the machine-wide manager (WEB_LOCKS_NO_SHARED, as
-# binding.gyp does off Linux) in a copy of the package, checks that none of
-# its files went in, and runs the process-wide suites and
-# test/no-shared/ against that build.
+# Installs the addon without the machine-wide manager as a user does
+# (WEB_LOCKS_NO_SHARED=1 at install; binding.gyp then leaves it out, as it
+# does off Linux) in a copy of the package that has a matching prebuilt
+# binary with the manager (this build, as prebuilds/), checks that the
+# build made and loaded has none of its files, and runs the process-wide
+# suites and test/no-shared/ against it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cp -r binding.gyp package.json src lib "$dir"/
+mkdir -p "$dir/scripts" "$dir/prebuilds/linux-x64"
+cp scripts/install.js "$dir/scripts/"
+cp "$(node -p "require('node-gyp-build').resolve('.')")" "$dir/prebuilds/linux-x64/web-locks.glibc.node"
 ln -s "$PWD/node_modules" "$dir/node_modules"
-(cd "$dir" && WEB_LOCKS_NO_SHARED=1 npm run build --silent >/dev/null)
-symbols=$(nm "$dir/build/Release/web_locks.node")
+(cd "$dir" && WEB_LOCKS_NO_SHARED=1 npm run install --silent >/dev/null)
+addon=$(cd "$dir" && node -p "require('node-gyp-build').resolve('.')")
+if [ "$addon" != "$dir/build/Release/web_locks.node" ]; then
+  echo "no-shared: the addon loaded is $addon, not the build" >&2
+  exit 1
+fi
+symbols=$(nm "$addon")
 for s in wl_segment_open wl__watch_start wl__recover wl__wake; do
   if grep -qw "$s" <<<"$symbols"; then
     echo "no-shared: $s is in the build" >&2
