@@ -313,7 +313,14 @@ function watch (signal, request) {
       if (WeakMapPrototypeGet(watched, signal) === entry) entry.listening = addAbortListener(signal, listener)
     }
     const listener = () => {
-      if (!signalOps.aborted(signal)) {
+      // A signal whose state cannot be read (an environment's getter that
+      // throws) counts as aborted: each request then rejects with what
+      // reading its reason throws, rather than wait on a broken signal.
+      let aborted = true
+      try {
+        aborted = signalOps.aborted(signal)
+      } catch {}
+      if (!aborted) {
         queueMicrotask(listen)
         return
       }
