@@ -324,7 +324,9 @@ function watch (signal, request) {
         queueMicrotask(listen)
         return
       }
-      WeakMapPrototypeDelete(watched, signal)
+      // (A listener left over an empty set, which could not be removed,
+      // leaves a later entry of the signal alone.)
+      if (WeakMapPrototypeGet(watched, signal) === entry) WeakMapPrototypeDelete(watched, signal)
       SetPrototypeForEach(waiting, abortOne)
     }
     entry = { waiting, listening: addAbortListener(signal, listener) }
