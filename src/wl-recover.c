@@ -7,7 +7,16 @@
  * counter it keeps, and only raises. Then it processes every queue, since
  * the dead holder may have left grants undone (they get new tokens), and
  * sets every owner's watch and rings every bell. Every offset it reads is
- * checked against the blocks it found. */
+ * checked against the blocks it found.
+ *
+ * It needs no room in the region, nor a page the file system has not
+ * reserved: every record is rebuilt where it is, the table of names in the
+ * block it had (wl__reuse_table), and only what wl__cover reserves again
+ * (pages other processes reserved) is touched; so a full region or a full
+ * file system is repaired like any other, and stays full. It needs process
+ * memory for its work arrays (about 45 bytes per block of the region),
+ * asked for before it changes anything; a process that cannot get it fails
+ * the repair, and the region is marked broken, as after damage. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,6 +252,38 @@ static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
   }
 }
 
+/* Makes the table of names an empty one in the table block that the region
+ * had (0: none), as many buckets as it holds: in place, so that a repair
+ * needs no room that a full region or file system could not give. Every
+ * state a crash of this code leaves has a table block once any name has
+ * been linked (a bigger one is made before the old one is freed); with
+ * none, names_link makes one, which may fail for want of room (a damaged
+ * file, or another version's recovery cut short). */
+static int wl__reuse_table(wl_manager_t *m, wl_off_t table) {
+  wl__hdr_t *h = WL__HDR(m);
+  uint64_t room, nbuckets;
+  uint16_t cls;
+  wl_off_t *buckets;
+
+  h->buckets = 0;
+  h->nbuckets = 0;
+  if (table == 0)
+    return 0;
+  cls = wl__block(m, table)->cls;
+  WL__HIDE(cls);
+  if (cls >= WL__NCLASSES)
+    return WL_ECORRUPT;
+  room = ((uint64_t)1 << (cls + WL__MIN_SHIFT)) - sizeof(wl__block_t);
+  nbuckets = (uint64_t)1 << (63 - __builtin_clzll(room / sizeof(wl_off_t)));
+  buckets = wl__span(m, table, nbuckets * sizeof(wl_off_t));
+  if (buckets == NULL)
+    return WL_ECORRUPT;
+  memset(buckets, 0, nbuckets * sizeof(wl_off_t));
+  h->buckets = table;
+  h->nbuckets = nbuckets;
+  return 0;
+}
+
 /* The grant counter is the one thing recovery keeps without re-deriving it
  * (the records of released grants are gone). A crash cannot leave it below
  * a kept record's token (it is stored before the token is), a damaged
@@ -265,6 +306,7 @@ int wl__recover(wl_manager_t *m) {
   wl__keyed_t *tmp = NULL;
   unsigned char *used = NULL;
   size_t nreqs = 0, nnames = 0, i;
+  ptrdiff_t table = -1;
   int rc = wl__scan(m, &bl);
 
   if (rc == 0 && ((reqs = malloc((bl.n + 1) * sizeof(*reqs))) == NULL ||
@@ -315,12 +357,23 @@ int wl__recover(wl_manager_t *m) {
     if ((state == WL__QUEUED || state == WL__HELD) && at >= 0)
       used[at] = 1;
   }
-  /* Unused names and the old table go; the used names get a new table. */
+  /* Unused names go, and every table block but the largest, which the
+   * used names are linked into again. */
   for (i = 0; i < bl.n; i++) {
-    if (bl.kinds[i] == WL__NAME && used[i])
+    if (bl.kinds[i] == WL__NAME && used[i]) {
       names[nnames++] = bl.recs[i];
-    else if (bl.kinds[i] == WL__NAME || bl.kinds[i] == WL__ARRAY)
+    } else if (bl.kinds[i] == WL__NAME) {
       bl.kinds[i] = WL__FREE;
+    } else if (bl.kinds[i] == WL__ARRAY) {
+      if (table >= 0 && wl__block(m, bl.recs[table])->cls >=
+                            wl__block(m, bl.recs[i])->cls) {
+        bl.kinds[i] = WL__FREE;
+        continue;
+      }
+      if (table >= 0)
+        bl.kinds[table] = WL__FREE;
+      table = (ptrdiff_t)i;
+    }
   }
   for (i = 0; i < bl.n; i++) {
     wl__block_t *b = wl__block(m, bl.recs[i]);
@@ -334,8 +387,10 @@ int wl__recover(wl_manager_t *m) {
     rc = WL_ECORRUPT;
     goto done;
   }
-  h->buckets = 0;
-  h->nbuckets = 0;
+  if (wl__reuse_table(m, table >= 0 ? bl.recs[table] : 0) != 0) {
+    rc = WL_ECORRUPT;
+    goto done;
+  }
   h->count = 0;
   h->nidle = 0;
   wl__list_init(m, wl__off_of(m, &h->order));

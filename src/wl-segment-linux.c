@@ -71,6 +71,7 @@ typedef struct {
    * names: a file made anew at the same path has other names for its
    * agents' FIFOs, whatever processes of the old one still do with theirs. */
   uint64_t nonce;
+  /* At offset 48: test/host-full-crash.test.js reads its holder there. */
   pthread_mutex_t mutex;
 } wl__seg_t;
 
