@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -160,7 +161,9 @@ static void run(const char *what) {
   fill_up(&p);
   expect_full(m, &p);
   /* On the small tmpfs, the file system is full long before the region. */
+  ASSERT_EQ(0, wl__lock(m));
   ASSERT(size == SIZE || WL__HDR(m)->used < m->capacity / 4);
+  wl__unlock(m);
   for (i = 0; i < NPOINTS; i++) {
     if (needs_room(points[i]) && strcmp(points[i], "request-alloc") != 0)
       ASSERT_EQ(1, wl_release(&fill[--nfill]));
@@ -215,6 +218,69 @@ static void test_full_region_recovers(void) {
   tshm_remove(path);
 }
 
+/* A process that joins, and when told, takes the mutex, frees the table of
+ * names as another version's repair does before it links the names into a
+ * new one, and dies there. */
+static void free_table_and_die(const char *p, int in, int out) {
+  wl_manager_t *m = tsegment_open(p, size);
+  wl__block_t *b;
+  char cmd;
+
+  ASSERT_EQ(1, write(out, "o", 1));
+  ASSERT_EQ(1, read(in, &cmd, 1));
+  ASSERT_EQ(0, wl__lock(m));
+  b = wl__block(m, WL__HDR(m)->buckets);
+  b->kind = WL__FREE;
+  b->gen++;
+  WL__HDR(m)->buckets = 0;
+  WL__HDR(m)->nbuckets = 0;
+  raise(SIGKILL);
+}
+
+/* What the repair assumes: the region has a table block once any name has
+ * been linked, which no crash of this version's code takes away. Where that
+ * breaks (a region without one: damaged, or another version's repair cut
+ * short after it freed the table), the repair makes a table, which needs
+ * room: with room it repairs; in a full region it fails, and the region is
+ * reported broken (ECORRUPT), never used half repaired. */
+static void test_without_its_table_block(void) {
+  tchild_t roomy, full;
+  wl_snapshot_t snap;
+  wl_manager_t *m;
+  wl_agent_t p;
+  wl_request_t extra;
+
+  tshm_path(path, sizeof(path), "recover-no-table");
+  size = SIZE;
+  tchild_run(&roomy, path, free_table_and_die);
+  tchild_run(&full, path, free_table_and_die);
+  m = tsegment_open(path, size);
+  ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
+  ASSERT_EQ('o', tchild_do(&roomy, 's'));
+  ASSERT_EQ('o', tchild_do(&full, 's'));
+  fill_with(&p, 1, 40);
+  ASSERT_EQ(0, tchild_do(&roomy, 'k'));
+  tchild_reaped(&roomy, 1);
+  ASSERT_EQ(0, wl_snapshot(m, &snap));
+  ASSERT_EQ(nfill, snap.nheld);
+  wl_snapshot_free(&snap);
+  ASSERT_EQ(0, wl__check(m));
+  ASSERT_EQ(0, wl__lock(m));
+  ASSERT(WL__HDR(m)->buckets != 0);
+  wl__unlock(m);
+  fill_up(&p);
+  expect_full(m, &p);
+  ASSERT_EQ(0, tchild_do(&full, 'k'));
+  tchild_reaped(&full, 1);
+  ASSERT_EQ(WL_ECORRUPT, wl_snapshot(m, &snap));
+  ASSERT_EQ(WL_ECORRUPT, wl_request(&p, &extra, NAME("x"), WL_SHARED, 0));
+  ASSERT_EQ(1, __atomic_load_n(&WL__HDR(m)->broken, __ATOMIC_RELAXED));
+  nfill = 0;
+  wl_agent_close(&p);
+  wl_segment_close(m);
+  tshm_remove(path);
+}
+
 /* Root makes a tmpfs of its own, in a mount namespace of its own (the
  * mount goes with the test, however it ends): the only way to fill a file
  * system here without filling the machine's. */
@@ -241,5 +307,6 @@ static void test_full_file_system_recovers(void) {
 int main(void) {
   RUN(test_full_region_recovers);
   RUN(test_full_file_system_recovers);
+  RUN(test_without_its_table_block);
   return 0;
 }
