@@ -14,9 +14,10 @@
  * block it had (wl__reuse_table), and only what wl__cover reserves again
  * (pages other processes reserved) is touched; so a full region or a full
  * file system is repaired like any other, and stays full. It needs process
- * memory for its work arrays (about 45 bytes per block of the region),
- * asked for before it changes anything; a process that cannot get it fails
- * the repair, and the region is marked broken, as after damage. */
+ * memory for its work arrays (45 bytes per block of 32 bytes or more, and
+ * the scan's twice while they grow: at most twice the bytes of the region
+ * in use), asked for before it changes anything; a process that cannot get
+ * it fails the repair, and the region is marked broken, as after damage. */
 #include <stdlib.h>
 #include <string.h>
 
