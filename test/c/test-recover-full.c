@@ -281,12 +281,11 @@ static void test_without_its_table_block(void) {
   tshm_remove(path);
 }
 
-/* Root makes a tmpfs of its own, in a mount namespace of its own (the
- * mount goes with the test, however it ends): the only way to fill a file
- * system here without filling the machine's. */
-static void test_full_file_system_recovers(void) {
-  char dir[] = "/tmp/wl-full-fs-XXXXXX";
-
+/* Root makes a tmpfs of its own at dir, in a mount namespace of its own
+ * (the mount goes with the test, however it ends): the only way to fill a
+ * file system here without filling the machine's. 0, or -1 after saying
+ * why the test is skipped. */
+static int small_tmpfs(char *dir) {
   ASSERT(mkdtemp(dir) != NULL);
   if (unshare(CLONE_NEWNS) != 0 ||
       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
@@ -295,18 +294,74 @@ static void test_full_file_system_recovers(void) {
            "namespace that allows it\n",
            strerror(errno));
     rmdir(dir);
-    return;
+    return -1;
   }
   snprintf(path, sizeof(path), "%s/scope", dir);
   size = TMPFS_FILE_SIZE;
-  run("full file system");
+  return 0;
+}
+
+static void small_tmpfs_gone(const char *dir) {
   ASSERT_EQ(0, umount2(dir, MNT_DETACH));
   ASSERT_EQ(0, rmdir(dir));
+}
+
+static void test_full_file_system_recovers(void) {
+  char dir[] = "/tmp/wl-full-fs-XXXXXX";
+
+  if (small_tmpfs(dir) != 0)
+    return;
+  run("full file system");
+  small_tmpfs_gone(dir);
+}
+
+/* A process that joins, and when told, takes the mutex and says the region
+ * uses 64 KiB more than it did, without reserving them, as a process that
+ * does not reserve would (none of this layout), and dies there. */
+static void use_unreserved_and_die(const char *p, int in, int out) {
+  wl_manager_t *m = tsegment_open(p, size);
+  char cmd;
+
+  ASSERT_EQ(1, write(out, "o", 1));
+  ASSERT_EQ(1, read(in, &cmd, 1));
+  ASSERT_EQ(0, wl__lock(m));
+  WL__HDR(m)->used += 64 << 10;
+  raise(SIGKILL);
+}
+
+/* What the room reserved on the file system assumes: every process using
+ * the file reserves before it stores. Where that breaks, on a full file
+ * system, the region uses pages that no one reserved: the next process
+ * finds them before it touches them, and reports the region broken
+ * (ECORRUPT), never dying of SIGBUS. */
+static void test_pages_no_one_reserved(void) {
+  char dir[] = "/tmp/wl-full-fs-XXXXXX";
+  tchild_t child;
+  wl_snapshot_t snap;
+  wl_manager_t *m;
+  wl_agent_t p;
+
+  if (small_tmpfs(dir) != 0)
+    return;
+  tchild_run(&child, path, use_unreserved_and_die);
+  m = tsegment_open(path, size);
+  ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
+  ASSERT_EQ('o', tchild_do(&child, 's'));
+  fill_up(&p);
+  expect_full(m, &p);
+  ASSERT_EQ(0, tchild_do(&child, 'k'));
+  tchild_reaped(&child, 1);
+  ASSERT_EQ(WL_ECORRUPT, wl_snapshot(m, &snap));
+  nfill = 0;
+  wl_agent_close(&p);
+  wl_segment_close(m);
+  small_tmpfs_gone(dir);
 }
 
 int main(void) {
   RUN(test_full_region_recovers);
   RUN(test_full_file_system_recovers);
   RUN(test_without_its_table_block);
+  RUN(test_pages_no_one_reserved);
   return 0;
 }
