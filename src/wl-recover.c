@@ -13,11 +13,12 @@
  * reserved: every record is rebuilt where it is, the table of names in the
  * block it had (wl__reuse_table), and only what wl__cover reserves again
  * (pages other processes reserved) is touched; so a full region or a full
- * file system is repaired like any other, and stays full. It needs process
- * memory for its work arrays (45 bytes per block of 32 bytes or more, and
- * the scan's twice while they grow: at most twice the bytes of the region
- * in use), asked for before it changes anything; a process that cannot get
- * it fails the repair, and the region is marked broken, as after damage. */
+ * file system is repaired like any other, and stays full. Nor does it ask
+ * for process memory: its work arrays are in memory reserved when the
+ * manager was opened (wl__work_size), address space until a repair touches
+ * it, given back after. Where the system overcommits, a repair short of
+ * memory is a process killed in the repair (the OOM killer), whose crash
+ * the next process repairs from the same records. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,27 @@ typedef struct {
   wl_off_t *recs; /* every block's record offset, in address order */
   uint32_t *kinds;
   size_t n;
+  size_t cap; /* the most blocks the region can hold */
 } wl__blocks_t;
+
+typedef struct {
+  int64_t key;
+  wl_off_t off;
+} wl__keyed_t;
+
+/* The work memory holds, for each block the region can hold (32 bytes or
+ * more each), its record's offset and kind, a place in the lists of kept
+ * requests and used names and in the sort's keys, and a flag. */
+#define WL__WORK_PER_BLOCK                                                     \
+  (3 * sizeof(wl_off_t) + sizeof(wl__keyed_t) + sizeof(uint32_t) + 1)
+
+static uint64_t wl__work_blocks(uint64_t capacity) {
+  return (capacity >> WL__MIN_SHIFT) + 1;
+}
+
+uint64_t wl__work_size(uint64_t capacity) {
+  return wl__work_blocks(capacity) * WL__WORK_PER_BLOCK;
+}
 
 /* The index of the block whose record is at off, or -1 if none is. */
 static ptrdiff_t wl__index_of(const wl__blocks_t *bl, wl_off_t off) {
@@ -57,11 +78,8 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t at = (sizeof(*h) + 15) & ~(uint64_t)15;
   uint64_t used = h->used;
-  size_t cap = 0;
 
   WL__HIDE(used);
-  bl->recs = NULL;
-  bl->kinds = NULL;
   bl->n = 0;
   if (used > m->limit)
     return WL_ECORRUPT;
@@ -74,19 +92,8 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
     if (used - at < sizeof(*b) || cls >= WL__NCLASSES || m->damaged)
       return WL_ECORRUPT;
     size = (uint64_t)1 << (cls + WL__MIN_SHIFT);
-    if (size > used - at || kind > WL__VACANT)
+    if (size > used - at || kind > WL__VACANT || bl->n == bl->cap)
       return WL_ECORRUPT;
-    if (bl->n == cap) {
-      size_t ncap = cap ? cap * 2 : 1024;
-      wl_off_t *recs = realloc(bl->recs, ncap * sizeof(*recs));
-      uint32_t *kinds = recs ? realloc(bl->kinds, ncap * sizeof(*kinds)) : NULL;
-      if (recs != NULL)
-        bl->recs = recs;
-      if (kinds == NULL)
-        return WL_ENOMEM;
-      bl->kinds = kinds;
-      cap = ncap;
-    }
     bl->recs[bl->n] = at + sizeof(*b);
     bl->kinds[bl->n] = kind;
     bl->n++;
@@ -94,11 +101,6 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
   }
   return 0;
 }
-
-typedef struct {
-  int64_t key;
-  wl_off_t off;
-} wl__keyed_t;
 
 static int wl__by_key(const void *pa, const void *pb) {
   int64_t a = ((const wl__keyed_t *)pa)->key, b = ((const wl__keyed_t *)pb)->key;
@@ -302,21 +304,20 @@ static void wl__keep_grants(wl_manager_t *m, const wl_off_t *reqs, size_t n) {
 
 int wl__recover(wl_manager_t *m) {
   wl__hdr_t *h = WL__HDR(m);
-  wl__blocks_t bl;
-  wl_off_t *reqs = NULL, *names = NULL;
-  wl__keyed_t *tmp = NULL;
-  unsigned char *used = NULL;
+  size_t cap = (size_t)wl__work_blocks(m->capacity);
+  wl__blocks_t bl = {.recs = m->work, .cap = cap};
+  wl_off_t *reqs = bl.recs + cap, *names = reqs + cap;
+  wl__keyed_t *tmp = (wl__keyed_t *)(names + cap);
+  unsigned char *used;
   size_t nreqs = 0, nnames = 0, i;
   ptrdiff_t table = -1;
-  int rc = wl__scan(m, &bl);
+  int rc;
 
-  if (rc == 0 && ((reqs = malloc((bl.n + 1) * sizeof(*reqs))) == NULL ||
-                  (names = malloc((bl.n + 1) * sizeof(*names))) == NULL ||
-                  (tmp = malloc((bl.n + 1) * sizeof(*tmp))) == NULL ||
-                  (used = calloc(bl.n + 1, 1)) == NULL))
-    rc = WL_ENOMEM;
-  if (rc != 0)
+  bl.kinds = (uint32_t *)(tmp + cap);
+  used = (unsigned char *)(bl.kinds + cap);
+  if ((rc = wl__scan(m, &bl)) != 0)
     goto done;
+  memset(used, 0, bl.n);
   /* What stays: owners, agents, consistent requests, and the names they
    * use. */
   wl__list_init(m, wl__off_of(m, &h->owners));
@@ -406,7 +407,7 @@ int wl__recover(wl_manager_t *m) {
     }
     name->hash = wl__hash(m, units, len);
     if (wl__shared_ops.names_link(m, names[i]) != 0) {
-      rc = WL_ENOMEM;
+      rc = WL_ECORRUPT;
       goto done;
     }
   }
@@ -441,17 +442,13 @@ int wl__recover(wl_manager_t *m) {
 done:
   if (rc == 0 && m->damaged)
     rc = WL_ECORRUPT;
-  free(used);
-  free(tmp);
-  free(reqs);
-  free(names);
-  free(bl.recs);
-  free(bl.kinds);
+  wl__os_discard(m->work, m->work_size);
   return rc;
 }
 
 /* The mutex's last holder died inside an algorithm: repair, then go on. A
- * repair that fails part-way (out of memory, a damaged region) has left the
+ * repair that fails part-way (a damaged region, or one without its table
+ * block and no room for another) has left the
  * lists half rebuilt: as LMDB does, the mutex is then given back without
  * being marked consistent, which makes it unusable to every process for
  * good (ENOTRECOVERABLE), and the region is marked broken. Another process

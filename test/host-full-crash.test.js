@@ -78,7 +78,7 @@ function stopped(pid) {
 // Kills the looper while one of its threads holds the scope's mutex: stops
 // it, looks at the mutex's word, and lets it go on until it holds it (at
 // most `tries` times). Returns whether it held it when killed.
-async function killHolding(looper, file, tries = 2000) {
+async function killHolding(looper, file, tries = 1000) {
   const fd = fs.openSync(file, 'r');
   const word = Buffer.alloc(4);
   try {
@@ -93,7 +93,9 @@ async function killHolding(looper, file, tries = 2000) {
         return true;
       }
       looper.child.kill('SIGCONT');
-      await new Promise((resolve) => setImmediate(resolve));
+      // Time for it to go on, at a random point of its loop: a busy machine
+      // may not run it at all before an immediate callback.
+      await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 2));
     }
     looper.child.kill('SIGKILL');
     return false;
