@@ -464,8 +464,10 @@ fail:
 static int wl__work_open(wl_manager_t *m, const char *path, char *err,
                          size_t errlen) {
   uint64_t size = wl__work_size(m->capacity);
-  void *work = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *work = size > SIZE_MAX ? MAP_FAILED
+                               : mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                                      -1, 0);
 
   if (work == MAP_FAILED)
     return wl__fail(err, errlen, WL_ENOMEM,
