@@ -212,6 +212,9 @@ struct wl_manager_s {
   /* A shared manager's mapping of its file (wl-segment-linux.c). */
   void *map;
   uint64_t map_size;
+  /* Its repair's work memory, reserved with the mapping (wl__work_size). */
+  void *work;
+  uint64_t work_size;
   int fd;
   wl__waker_t wakers[WL__WAKERS]; /* used under the mutex */
 };
@@ -508,6 +511,10 @@ static inline void wl__unlock(wl_manager_t *m) {
   wl__os_mutex_unlock(m->mutex);
 }
 int wl__recover(wl_manager_t *m);
+/* How much memory wl__recover works in, for a region of `capacity` bytes:
+ * reserved when a shared manager is opened (wl-segment-linux.c), so that a
+ * repair never asks for memory that it may not get. */
+uint64_t wl__work_size(uint64_t capacity);
 /* Marks a shared manager's robust mutex consistent again, once its state is
  * repaired (wl-segment-linux.c). */
 void wl__mutex_consistent(wl_manager_t *m);

@@ -7,7 +7,18 @@
  * counter it keeps, and only raises. Then it processes every queue, since
  * the dead holder may have left grants undone (they get new tokens), and
  * sets every owner's watch and rings every bell. Every offset it reads is
- * checked against the blocks it found. */
+ * checked against the blocks it found.
+ *
+ * It needs no room in the region, nor a page the file system has not
+ * reserved: every record is rebuilt where it is, the table of names in the
+ * block it had (wl__reuse_table), and only what wl__cover reserves again
+ * (pages other processes reserved) is touched; so a full region or a full
+ * file system is repaired like any other, and stays full. Nor does it ask
+ * for process memory: its work arrays are in memory reserved when the
+ * manager was opened (wl__work_size), address space until a repair touches
+ * it, given back after. Where the system overcommits, a repair short of
+ * memory is a process killed in the repair (the OOM killer), whose crash
+ * the next process repairs from the same records. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +33,27 @@ typedef struct {
   wl_off_t *recs; /* every block's record offset, in address order */
   uint32_t *kinds;
   size_t n;
+  size_t cap; /* the most blocks the region can hold */
 } wl__blocks_t;
+
+typedef struct {
+  int64_t key;
+  wl_off_t off;
+} wl__keyed_t;
+
+/* The work memory holds, for each block the region can hold (32 bytes or
+ * more each), its record's offset and kind, a place in the lists of kept
+ * requests and used names and in the sort's keys, and a flag. */
+#define WL__WORK_PER_BLOCK                                                     \
+  (3 * sizeof(wl_off_t) + sizeof(wl__keyed_t) + sizeof(uint32_t) + 1)
+
+static uint64_t wl__work_blocks(uint64_t capacity) {
+  return (capacity >> WL__MIN_SHIFT) + 1;
+}
+
+uint64_t wl__work_size(uint64_t capacity) {
+  return wl__work_blocks(capacity) * WL__WORK_PER_BLOCK;
+}
 
 /* The index of the block whose record is at off, or -1 if none is. */
 static ptrdiff_t wl__index_of(const wl__blocks_t *bl, wl_off_t off) {
@@ -47,11 +78,8 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t at = (sizeof(*h) + 15) & ~(uint64_t)15;
   uint64_t used = h->used;
-  size_t cap = 0;
 
   WL__HIDE(used);
-  bl->recs = NULL;
-  bl->kinds = NULL;
   bl->n = 0;
   if (used > m->limit)
     return WL_ECORRUPT;
@@ -64,19 +92,8 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
     if (used - at < sizeof(*b) || cls >= WL__NCLASSES || m->damaged)
       return WL_ECORRUPT;
     size = (uint64_t)1 << (cls + WL__MIN_SHIFT);
-    if (size > used - at || kind > WL__VACANT)
+    if (size > used - at || kind > WL__VACANT || bl->n == bl->cap)
       return WL_ECORRUPT;
-    if (bl->n == cap) {
-      size_t ncap = cap ? cap * 2 : 1024;
-      wl_off_t *recs = realloc(bl->recs, ncap * sizeof(*recs));
-      uint32_t *kinds = recs ? realloc(bl->kinds, ncap * sizeof(*kinds)) : NULL;
-      if (recs != NULL)
-        bl->recs = recs;
-      if (kinds == NULL)
-        return WL_ENOMEM;
-      bl->kinds = kinds;
-      cap = ncap;
-    }
     bl->recs[bl->n] = at + sizeof(*b);
     bl->kinds[bl->n] = kind;
     bl->n++;
@@ -84,11 +101,6 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
   }
   return 0;
 }
-
-typedef struct {
-  int64_t key;
-  wl_off_t off;
-} wl__keyed_t;
 
 static int wl__by_key(const void *pa, const void *pb) {
   int64_t a = ((const wl__keyed_t *)pa)->key, b = ((const wl__keyed_t *)pb)->key;
@@ -243,6 +255,38 @@ static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
   }
 }
 
+/* Makes the table of names an empty one in the table block that the region
+ * had (0: none), as many buckets as it holds: in place, so that a repair
+ * needs no room that a full region or file system could not give. Every
+ * state a crash of this code leaves has a table block once any name has
+ * been linked (a bigger one is made before the old one is freed); with
+ * none, names_link makes one, which may fail for want of room (a damaged
+ * file, or another version's recovery cut short). */
+static int wl__reuse_table(wl_manager_t *m, wl_off_t table) {
+  wl__hdr_t *h = WL__HDR(m);
+  uint64_t room, nbuckets;
+  uint16_t cls;
+  wl_off_t *buckets;
+
+  h->buckets = 0;
+  h->nbuckets = 0;
+  if (table == 0)
+    return 0;
+  cls = wl__block(m, table)->cls;
+  WL__HIDE(cls);
+  if (cls >= WL__NCLASSES)
+    return WL_ECORRUPT;
+  room = ((uint64_t)1 << (cls + WL__MIN_SHIFT)) - sizeof(wl__block_t);
+  nbuckets = (uint64_t)1 << (63 - __builtin_clzll(room / sizeof(wl_off_t)));
+  buckets = wl__span(m, table, nbuckets * sizeof(wl_off_t));
+  if (buckets == NULL)
+    return WL_ECORRUPT;
+  memset(buckets, 0, nbuckets * sizeof(wl_off_t));
+  h->buckets = table;
+  h->nbuckets = nbuckets;
+  return 0;
+}
+
 /* The grant counter is the one thing recovery keeps without re-deriving it
  * (the records of released grants are gone). A crash cannot leave it below
  * a kept record's token (it is stored before the token is), a damaged
@@ -260,20 +304,20 @@ static void wl__keep_grants(wl_manager_t *m, const wl_off_t *reqs, size_t n) {
 
 int wl__recover(wl_manager_t *m) {
   wl__hdr_t *h = WL__HDR(m);
-  wl__blocks_t bl;
-  wl_off_t *reqs = NULL, *names = NULL;
-  wl__keyed_t *tmp = NULL;
-  unsigned char *used = NULL;
+  size_t cap = (size_t)wl__work_blocks(m->capacity);
+  wl__blocks_t bl = {.recs = m->work, .cap = cap};
+  wl_off_t *reqs = bl.recs + cap, *names = reqs + cap;
+  wl__keyed_t *tmp = (wl__keyed_t *)(names + cap);
+  unsigned char *used;
   size_t nreqs = 0, nnames = 0, i;
-  int rc = wl__scan(m, &bl);
+  ptrdiff_t table = -1;
+  int rc;
 
-  if (rc == 0 && ((reqs = malloc((bl.n + 1) * sizeof(*reqs))) == NULL ||
-                  (names = malloc((bl.n + 1) * sizeof(*names))) == NULL ||
-                  (tmp = malloc((bl.n + 1) * sizeof(*tmp))) == NULL ||
-                  (used = calloc(bl.n + 1, 1)) == NULL))
-    rc = WL_ENOMEM;
-  if (rc != 0)
+  bl.kinds = (uint32_t *)(tmp + cap);
+  used = (unsigned char *)(bl.kinds + cap);
+  if ((rc = wl__scan(m, &bl)) != 0)
     goto done;
+  memset(used, 0, bl.n);
   /* What stays: owners, agents, consistent requests, and the names they
    * use. */
   wl__list_init(m, wl__off_of(m, &h->owners));
@@ -315,12 +359,23 @@ int wl__recover(wl_manager_t *m) {
     if ((state == WL__QUEUED || state == WL__HELD) && at >= 0)
       used[at] = 1;
   }
-  /* Unused names and the old table go; the used names get a new table. */
+  /* Unused names go, and every table block but the largest, which the
+   * used names are linked into again. */
   for (i = 0; i < bl.n; i++) {
-    if (bl.kinds[i] == WL__NAME && used[i])
+    if (bl.kinds[i] == WL__NAME && used[i]) {
       names[nnames++] = bl.recs[i];
-    else if (bl.kinds[i] == WL__NAME || bl.kinds[i] == WL__ARRAY)
+    } else if (bl.kinds[i] == WL__NAME) {
       bl.kinds[i] = WL__FREE;
+    } else if (bl.kinds[i] == WL__ARRAY) {
+      if (table >= 0 && wl__block(m, bl.recs[table])->cls >=
+                            wl__block(m, bl.recs[i])->cls) {
+        bl.kinds[i] = WL__FREE;
+        continue;
+      }
+      if (table >= 0)
+        bl.kinds[table] = WL__FREE;
+      table = (ptrdiff_t)i;
+    }
   }
   for (i = 0; i < bl.n; i++) {
     wl__block_t *b = wl__block(m, bl.recs[i]);
@@ -334,8 +389,10 @@ int wl__recover(wl_manager_t *m) {
     rc = WL_ECORRUPT;
     goto done;
   }
-  h->buckets = 0;
-  h->nbuckets = 0;
+  if (wl__reuse_table(m, table >= 0 ? bl.recs[table] : 0) != 0) {
+    rc = WL_ECORRUPT;
+    goto done;
+  }
   h->count = 0;
   h->nidle = 0;
   wl__list_init(m, wl__off_of(m, &h->order));
@@ -350,7 +407,7 @@ int wl__recover(wl_manager_t *m) {
     }
     name->hash = wl__hash(m, units, len);
     if (wl__shared_ops.names_link(m, names[i]) != 0) {
-      rc = WL_ENOMEM;
+      rc = WL_ECORRUPT;
       goto done;
     }
   }
@@ -385,17 +442,13 @@ int wl__recover(wl_manager_t *m) {
 done:
   if (rc == 0 && m->damaged)
     rc = WL_ECORRUPT;
-  free(used);
-  free(tmp);
-  free(reqs);
-  free(names);
-  free(bl.recs);
-  free(bl.kinds);
+  wl__os_discard(m->work, m->work_size);
   return rc;
 }
 
 /* The mutex's last holder died inside an algorithm: repair, then go on. A
- * repair that fails part-way (out of memory, a damaged region) has left the
+ * repair that fails part-way (a damaged region, or one without its table
+ * block and no room for another) has left the
  * lists half rebuilt: as LMDB does, the mutex is then given back without
  * being marked consistent, which makes it unusable to every process for
  * good (ENOTRECOVERABLE), and the region is marked broken. Another process

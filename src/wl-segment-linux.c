@@ -71,6 +71,7 @@ typedef struct {
    * names: a file made anew at the same path has other names for its
    * agents' FIFOs, whatever processes of the old one still do with theirs. */
   uint64_t nonce;
+  /* At offset 48: test/host-full-crash.test.js reads its holder there. */
   pthread_mutex_t mutex;
 } wl__seg_t;
 
@@ -455,6 +456,28 @@ fail:
   return rc;
 }
 
+/* Reserves the memory that a repair after a crash works in (wl-recover.c),
+ * before joining (which may repair), so that no repair asks for memory it
+ * may not get: a process that cannot have it cannot open the scope. It is
+ * address space until a repair touches it (MAP_NORESERVE), which gives it
+ * back after. */
+static int wl__work_open(wl_manager_t *m, const char *path, char *err,
+                         size_t errlen) {
+  uint64_t size = wl__work_size(m->capacity);
+  void *work = size > SIZE_MAX ? MAP_FAILED
+                               : mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                                      -1, 0);
+
+  if (work == MAP_FAILED)
+    return wl__fail(err, errlen, WL_ENOMEM,
+                    "cannot open %s: no memory for its repair after a crash",
+                    path);
+  m->work = work;
+  m->work_size = size;
+  return 0;
+}
+
 /* Joins the manager as a live owner, and ends the agents of dead ones. The
  * probe is a second open of the same file: it must be the same file. */
 static int wl__join(wl_manager_t *m, const char *path, char *err,
@@ -522,9 +545,14 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
   }
   /* The flock is held until the process has joined: until then, no other
    * may take the file for unfinished (wl__reinit). */
-  if (rc == 0 && (rc = wl__join(m, path, err, errlen)) != 0) {
-    munmap(m->map, m->map_size);
-    close(m->fd);
+  if (rc == 0) {
+    rc = wl__work_open(m, path, err, errlen);
+    if (rc == 0 && (rc = wl__join(m, path, err, errlen)) != 0)
+      munmap(m->work, m->work_size);
+    if (rc != 0) {
+      munmap(m->map, m->map_size);
+      close(m->fd);
+    }
   }
   if (rc != 0) {
     wl__os_mutex_destroy(&m->agents_mutex);
@@ -562,6 +590,7 @@ void wl_segment_close(wl_manager_t *m) {
   }
   wl__watch_stop(m);
   wl__wakers_close(m);
+  munmap(m->work, m->work_size);
   munmap(m->map, m->map_size);
   close(m->probe_fd);
   close(m->fd);

@@ -98,7 +98,77 @@ static void test_crash_at_every_point(void) {
     crash_at(points[i]);
 }
 
+/* A process that joins and holds "x" when told, then releases it, dying
+ * at "end": after the lock is let go, before the queue behind it is
+ * processed, which the repair does. */
+static void hold_then_die_at_end(const char *p, int in, int out) {
+  wl_manager_t *m = tsegment_open(p, SIZE);
+  wl_agent_t a;
+  wl_request_t x;
+  char cmd;
+
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("first"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(1, write(out, "o", 1));
+  ASSERT_EQ(1, read(in, &cmd, 1));
+  tkill_at("end");
+  wl_release(&x);
+  _exit(1);
+}
+
+/* A process that joins and waits for "x", dying at "hold", as the repair
+ * it makes after the first one's crash grants it: in the middle of it. */
+static void wait_then_die_in_repair(const char *p, int in, int out) {
+  wl_manager_t *m = tsegment_open(p, SIZE);
+  wl_agent_t a;
+  wl_request_t x;
+  char cmd;
+
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("second"), tignore_notify));
+  ASSERT_EQ(0, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  tkill_at("hold");
+  ASSERT_EQ(1, write(out, "o", 1));
+  /* Its sweeper, woken by the first one's death, repairs: killed there. */
+  ASSERT_EQ(0, read(in, &cmd, 1));
+  _exit(1);
+}
+
+/* A process killed in the middle of a repair leaves the mutex to the next,
+ * which repairs again from the same records. */
+static void test_crash_in_the_repair(void) {
+  tchild_t first, second;
+  wl_manager_t *m;
+  wl_agent_t p;
+  wl_request_t x;
+  wl_snapshot_t snap;
+
+  tshm_path(path, sizeof(path), "recover-twice");
+  tchild_run(&first, path, hold_then_die_at_end);
+  tchild_run(&second, path, wait_then_die_in_repair);
+  ASSERT_EQ('o', tchild_do(&first, 's'));
+  ASSERT_EQ('o', tchild_do(&second, 's'));
+  ASSERT_EQ(0, tchild_do(&first, 'k'));
+  tchild_reaped(&first, 1);
+  alarm(30); /* the second one's death, or this test's */
+  tchild_reaped(&second, 1);
+  alarm(0);
+  /* Opening takes the mutex: the repair is made again, then both agents
+   * end. */
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, wl__check(m));
+  ASSERT_EQ(0, wl_snapshot(m, &snap));
+  ASSERT_EQ(0, snap.nheld + snap.npending);
+  wl_snapshot_free(&snap);
+  ASSERT_EQ(0, wl_agent_init(m, &p, ID("third"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(1, wl_release(&x));
+  wl_agent_close(&p);
+  wl_segment_close(m);
+  tshm_remove(path);
+}
+
 int main(void) {
   RUN(test_crash_at_every_point);
+  RUN(test_crash_in_the_repair);
   return 0;
 }
