@@ -8,6 +8,12 @@
  * everything in the file, may have been written by anyone who can write the
  * file: it is only ever formatted into a name here (never used as bytes of
  * a path), and such a name can only be beside the manager's file.
+ * The directory is assumed to keep other users from removing this user's
+ * files (sticky, as /dev/shm is): one who could remove an agent's FIFO
+ * would leave it unwoken. How FIFOs are named is part of the layout
+ * (WL_LAYOUT): a version of the package that names them otherwise uses
+ * another, and refuses this one's file, so no process looks for a FIFO
+ * under a name that its agent's process did not give it.
  * Its thread watches the read end (an event loop polls it, as libuv's
  * uv_poll does); whichever process makes the agent's mailbox non-empty
  * writes one byte to it. Measured on this project's machine: about 3 us one
