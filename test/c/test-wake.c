@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,6 +118,21 @@ static void test_local_agents_have_none(void) {
   tagent_close(&a);
 }
 
+/* The numbers the core draws, as the test chooses them (this definition
+ * takes the C library's place in the test's binary); the kernel's when the
+ * test has chosen none. */
+static const uint64_t *scripted;
+static size_t nscripted;
+
+ssize_t getrandom(void *buf, size_t len, unsigned flags) {
+  if (nscripted > 0 && len == sizeof(uint64_t)) {
+    memcpy(buf, scripted++, len);
+    nscripted--;
+    return (ssize_t)len;
+  }
+  return syscall(SYS_getrandom, buf, len, flags);
+}
+
 /* The path of the FIFO of an agent whose record holds `wake`. */
 static void fifo_of(char *buf, size_t len, uint64_t wake) {
   snprintf(buf, len, "%s.%016llx", path, (unsigned long long)wake);
@@ -204,8 +221,44 @@ static void test_orphans_removed(void) {
   tshm_remove(path);
 }
 
+/* A name that is taken (by another user's file, say, in a sticky directory
+ * where this user could not remove it) is drawn again, and that file is
+ * left as it was; so is a zero drawn (no FIFO has it). */
+static void test_taken_name_drawn_again(void) {
+  static const uint64_t draws[] = {0x1111, 0, 0x2222};
+  wl_manager_t *m;
+  wl_agent_t a;
+  char taken[256];
+  struct stat st;
+  int fd;
+
+  tshm_path(path, sizeof(path), "wake-taken");
+  m = tsegment_open(path, SIZE);
+  fifo_of(taken, sizeof(taken), 0x1111);
+  fd = open(taken, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  ASSERT(fd >= 0);
+  ASSERT_EQ(4, write(fd, "mine", 4));
+  close(fd);
+  if (geteuid() == 0)
+    ASSERT_EQ(0, chown(taken, 12345, 12345));
+  scripted = draws;
+  nscripted = 3;
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(0, (long long)nscripted);
+  ASSERT_EQ(0x2222, (long long)a.wake);
+  ASSERT_EQ(0x2222, (long long)WL__REC(m, a.off, wl__agent_t)->wake);
+  ASSERT_EQ(0, lstat(taken, &st));
+  ASSERT(S_ISREG(st.st_mode) && st.st_size == 4);
+  wl_agent_close(&a);
+  ASSERT_EQ(0, lstat(taken, &st));
+  wl_segment_close(m);
+  unlink(taken);
+  tshm_remove(path);
+}
+
 int main(void) {
   RUN(test_release_wakes_another_process);
+  RUN(test_taken_name_drawn_again);
   RUN(test_names_and_modes);
   RUN(test_orphans_removed);
   RUN(test_local_agents_have_none);
