@@ -62,18 +62,22 @@ static int wl__draw(uint64_t *wake) {
   return 0;
 }
 
-/* The FIFO just made gets the manager file's group where this process may
- * give it, and write permission (only: a reader could take wake-ups) for
- * everyone the file admits, whatever the umask and this process's group. A
- * process outside the file's group has been admitted by the file's bits
- * for others: its FIFO keeps its own group, and then both its group and
- * others may write to it when the file is open to anyone but its owner. */
+/* The FIFO just made must be ours (where others may remove files, another
+ * could be at its name by now). It gets the manager file's group where
+ * this process may give it, and write permission (only: a reader could
+ * take wake-ups) for everyone the file admits, whatever the umask and this
+ * process's group. A process outside the file's group has been admitted by
+ * the file's bits for others: its FIFO keeps its own group, and then both
+ * its group and others may write to it when the file is open to anyone but
+ * its owner. */
 static int wl__fifo_own(const wl_manager_t *m, int fd) {
   unsigned bits = 0600 | (m->mode & 0022);
   struct stat st;
 
   if (fstat(fd, &st) != 0)
     return -errno;
+  if (!S_ISFIFO(st.st_mode) || st.st_uid != geteuid())
+    return -EEXIST;
   if (st.st_gid != m->gid && fchown(fd, (uid_t)-1, m->gid) != 0) {
     if (errno != EPERM)
       return -errno;
@@ -152,12 +156,11 @@ unsigned wl__wake_orphans(const wl_manager_t *m, uint64_t *wake,
   if (d == NULL)
     return 0;
   while (n < max && (e = readdir(d)) != NULL) {
-    char *end;
     if (strncmp(e->d_name, base, baselen) != 0 || e->d_name[baselen] != '.' ||
         strlen(e->d_name + baselen + 1) != 16 ||
         strspn(e->d_name + baselen + 1, "0123456789abcdef") != 16)
       continue;
-    wake[n] = strtoull(e->d_name + baselen + 1, &end, 16);
+    wake[n] = strtoull(e->d_name + baselen + 1, NULL, 16);
     if (wake[n] != 0 &&
         fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISFIFO(st.st_mode) && st.st_uid == geteuid())
