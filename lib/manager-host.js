@@ -30,6 +30,22 @@ function isScope (value) {
   return true
 }
 
+// What in a string that reaches C as a path would make C name another file
+// than the one asked for: a NUL ends it there (Node's fs refuses such a path
+// with a TypeError too), and a lone surrogate becomes U+FFFD. Or null.
+function misreadInC (value) {
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i]
+    if (c === '\0') return 'null bytes'
+    if (c >= '\uD800' && c <= '\uDBFF' && i + 1 < value.length && value[i + 1] >= '\uDC00' && value[i + 1] <= '\uDFFF') {
+      i++
+    } else if (c >= '\uD800' && c <= '\uDFFF') {
+      return 'a lone surrogate (it is not well-formed UTF-16)'
+    }
+  }
+  return null
+}
+
 function fail (message) {
   return `Failed to execute 'openLockManager': ${message}`
 }
@@ -42,6 +58,8 @@ function toHostOptions (options) {
   }
   const { dir = DEFAULT_DIR, size = DEFAULT_SIZE, mode = DEFAULT_MODE } = options
   if (typeof dir !== 'string' || dir.length === 0) throw new SafeTypeError(fail('the dir option must be a non-empty string.'))
+  const misread = misreadInC(dir)
+  if (misread !== null) throw new SafeTypeError(fail(`the dir option must not contain ${misread}.`))
   if (typeof size !== 'number' || !Number.isInteger(size) || size < MIN_SIZE || size > MAX_SIZE || size % PAGE !== 0) {
     throw new SafeRangeError(fail(`the size option must be a whole number of ${PAGE}-byte pages from ${MIN_SIZE} to ${MAX_SIZE}.`))
   }

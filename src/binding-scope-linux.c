@@ -43,8 +43,9 @@ static int wlb__segment_ref(const char *path, uint64_t size, unsigned mode,
     return WL_ENOMEM;
   uv_mutex_lock(&wlb__segments_mutex);
   /* Not through a symbolic link: the file is opened without following one
-   * (ELOOP), and a link must not lead to another scope mapped here. */
-  if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+   * (ELOOP), and a link must not lead to another scope mapped here; nor
+   * through a hard link, which wl_segment_open refuses (EMLINK). */
+  if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) {
     for (seg = wlb__segments; seg != NULL; seg = seg->next) {
       if (seg->dev == (uint64_t)st.st_dev && seg->ino == (uint64_t)st.st_ino)
         break;
@@ -245,6 +246,13 @@ static napi_value wlb_open(napi_env env, napi_callback_info info) {
                                              &client_id_len));
   if (t->dispatch == NULL || path_len >= sizeof(path) - 1 || size < 0) {
     napi_throw_type_error(env, NULL, "web-locks: bad internal call");
+    return NULL;
+  }
+  /* C would read the path up to a NUL in it: another file than the one
+   * named (lib/ refuses it first). */
+  if (strlen(path) != path_len) {
+    napi_throw_type_error(env, NULL,
+                          "web-locks: the path must not contain null bytes");
     return NULL;
   }
   if ((h = wlb__scope_slot(t)) < 0 || (a = calloc(1, sizeof(*a))) == NULL)

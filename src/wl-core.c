@@ -281,6 +281,7 @@ static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
   agent->m = m;
   agent->notify = notify;
   agent->wake_fd = -1;
+  agent->wake = 0;
   if ((rc = wl__lock(m)) != 0)
     return rc;
   off = wl__alloc(m, WL__AGENT, sizeof(*a));
@@ -298,6 +299,7 @@ static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
   wl__list_init(m, AT(off, wl__agent_t, mail));
   a->local = WL__SHARED(m) ? agent->local : (uint64_t)(uintptr_t)agent;
   a->owner = m->self;
+  a->wake = 0;
   if (m->self != 0)
     wl__list_append(m, AT(m->self, wl__owner_t, agents),
                     AT(off, wl__agent_t, olink));
@@ -308,10 +310,11 @@ static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
    * and (on failure) ended under the mutex, while no other agent can have
    * its record. */
   if (WL__SHARED(m) &&
-      (fd = WL__SHARED_ONLY(m, wl__wake_open(m, off, agent->gen), -1)) < 0) {
+      (fd = WL__SHARED_ONLY(m, wl__wake_open(m, off, &agent->wake), -1)) <
+          0) {
     rc = fd;
   } else if (WL__SHARED(m) && wl__is_damaged(m)) {
-    WL__SHARED_ONLY(m, wl__wake_close(m, off, agent->gen, fd), (void)0);
+    WL__SHARED_ONLY(m, wl__wake_close(m, agent->wake, fd), (void)0);
     rc = WL_ECORRUPT;
   }
   if (rc != 0) {
@@ -379,8 +382,8 @@ static void wl__close_agent(wl_manager_t *m, wl_off_t a) {
   wl__free(m, a);
 }
 
-/* Its FIFO is removed by its own name (its record's offset and generation,
- * as this process knows them), which no other agent can have, before its
+/* Its FIFO is removed by its own name (its number, as this process drew
+ * it), which no other agent can have, before its
  * record goes (a process killed in between leaves a record that a sweep
  * ends, never a FIFO that nothing names); without the mutex when the
  * manager is damaged. */
@@ -389,7 +392,7 @@ static void wl__agent_close(wl_agent_t *agent) {
 
   if (wl__lock(m) == 0) {
     WL__SHARED_ONLY(
-        m, wl__wake_close(m, agent->off, agent->gen, agent->wake_fd), (void)0);
+        m, wl__wake_close(m, agent->wake, agent->wake_fd), (void)0);
     if (wl__agent_live(m, agent))
       wl__close_agent(m, agent->off);
     wl__agents_drop(m, agent);
@@ -403,7 +406,7 @@ static void wl__agent_close(wl_agent_t *agent) {
     if (rc == 0 || rc == WL__EOWNERDEAD)
       wl__os_mutex_unlock(m->mutex);
     WL__SHARED_ONLY(
-        m, wl__wake_close(m, agent->off, agent->gen, agent->wake_fd), (void)0);
+        m, wl__wake_close(m, agent->wake, agent->wake_fd), (void)0);
   }
   wl__table_free(&agent->requests);
 }

@@ -83,6 +83,9 @@ typedef struct {
    * in the process-wide manager, the address (see HANDLE_OF, wl-core.c). */
   uint64_t local;
   wl_off_t owner;    /* its owner's record; 0 in the process-wide manager */
+  /* Its FIFO's number, drawn at random (wl-wake-linux.c); 0 while it has
+   * none, and in the process-wide manager. */
+  uint64_t wake;
   uint32_t closing;  /* wl_agent_close() runs: no mail, no notify */
   uint32_t client_id_len;
   char client_id[WL_CLIENT_ID_MAX];
@@ -162,9 +165,8 @@ typedef struct {
 /* An open write end of another process's agent's FIFO (wl-wake-linux.c). */
 #define WL__WAKERS 32
 typedef struct {
-  wl_off_t agent;
-  uint32_t gen; /* its record's: another agent at the offset has another */
-  int fd1;      /* its descriptor + 1; 0 when none */
+  uint64_t wake; /* the FIFO's number: no other agent ever has it */
+  int fd1;       /* its descriptor + 1; 0 when none */
 } wl__waker_t;
 
 struct wl_manager_s {
@@ -203,11 +205,10 @@ struct wl_manager_s {
   wl__os_mutex_t agents_mutex;
   int probe_fd; /* a second open file, to test other owners' locks */
   struct wl__watch_s *watcher; /* its watcher and sweeper threads */
-  /* Its file's permission bits and group, and its nonce (read once, when it
-   * was opened), for the agents' FIFOs. */
+  /* Its file's permission bits and group (read once, when it was opened),
+   * for the agents' FIFOs. */
   unsigned mode;
   uint32_t gid;
-  uint64_t nonce;
   char path[WL__PATH_MAX];
   /* A shared manager's mapping of its file (wl-segment-linux.c). */
   void *map;
@@ -518,13 +519,20 @@ uint64_t wl__work_size(uint64_t capacity);
 /* Marks a shared manager's robust mutex consistent again, once its state is
  * repaired (wl-segment-linux.c). */
 void wl__mutex_consistent(wl_manager_t *m);
-/* An agent's FIFO (wl-wake-linux.c), named by its record's offset and
- * generation, which no other agent has: made and opened for reading (the
- * fd, or an error code), closed and removed, and written to wake its
- * thread. */
-int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint32_t gen);
-void wl__wake_close(wl_manager_t *m, wl_off_t agent, uint32_t gen, int fd);
+/* An agent's FIFO (wl-wake-linux.c), named by a number drawn at random and
+ * kept in its record (`wake`), which no other agent has: made and opened
+ * for reading (the fd, or an error code; the number in *wake, 0 if none),
+ * closed and removed, and written to wake its thread. */
+int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint64_t *wake);
+void wl__wake_close(wl_manager_t *m, uint64_t wake, int fd);
 void wl__wake(wl_manager_t *m, wl_off_t agent);
+/* FIFOs of this process's user beside the file, left by agents that died:
+ * up to max of their numbers, gathered without the mutex; then, under it,
+ * those that no process reads are removed. */
+#define WL__ORPHANS 64
+unsigned wl__wake_orphans(const wl_manager_t *m, uint64_t *wake,
+                          unsigned max);
+void wl__wake_reap(wl_manager_t *m, const uint64_t *wake, unsigned n);
 /* Closes the write ends that wl__wake keeps open. */
 void wl__wakers_close(wl_manager_t *m);
 

@@ -48,7 +48,7 @@ static void wl__end_owner(wl_manager_t *m, wl_off_t o) {
 
   while (wl__more(m, agents, &steps)) {
     wl_off_t a = wl__record_of(WL__LINK(m, agents)->next, wl__agent_t, olink);
-    wl__wake_close(m, a, wl__block(m, a)->gen, -1);
+    wl__wake_close(m, WL__REC(m, a, wl__agent_t)->wake, -1);
     wl__shared_ops.close_agent(m, a);
   }
   wl__list_remove(m, AT(o, wl__owner_t, link));
@@ -184,7 +184,8 @@ void wl__tell_agents(wl_manager_t *m) {
 
 /* Other processes' agents are found by walking the owners and their agents
  * in a region found damaged: every offset is checked, the walk is bounded,
- * and a wake-up of a record that is no agent opens no FIFO. */
+ * and a wake-up of a record that is no agent at worst wakes an agent of
+ * this scope for nothing (its number names only a FIFO beside the file). */
 void wl__announce(wl_manager_t *m) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t head = wl__off_of(m, &h->owners), at;

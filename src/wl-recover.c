@@ -422,10 +422,12 @@ int wl__recover(wl_manager_t *m) {
       wl__shared_ops.steal(m, names[i]);
     wl__shared_ops.process(m, names[i]);
   }
-  /* An agent without a live owner record is gone with its process. */
+  /* An agent without a live owner record is gone with its process, and
+   * so is its FIFO. */
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__AGENT &&
         !wl__linked(m, AT(bl.recs[i], wl__agent_t, olink))) {
+      wl__wake_close(m, AGENT(m, bl.recs[i])->wake, -1);
       wl__shared_ops.close_agent(m, bl.recs[i]);
       bl.kinds[i] = WL__FREE;
     }

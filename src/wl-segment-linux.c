@@ -4,17 +4,18 @@
  *
  * Creating: the first process makes the file whole (sized, initialised,
  * marked ready) where no one else can see it (O_TMPFILE, or a temporary
- * name), then links it into place, which fails if another process's came
- * first: then it opens that one. So a file at the path is always whole,
- * unless someone else wrote it. Every process takes a shared flock when it
- * opens the file and keeps it until it has joined (holds its proof of life,
- * wl-live-linux.c). A file not marked ready is initialised again only under an
- * exclusive flock and only if no process has joined it; one that processes
- * use is damaged, not unfinished; and tokens never go back (the grant
- * counter is kept). A file
- * is never trusted for its name alone: it must be a regular file, of this
- * layout, of the size it says, and either ours or another user's that both
- * that user's permission bits and ours (the mode asked for) open to others.
+ * name no one can predict), then links it into place (linkat, or renameat2
+ * with RENAME_NOREPLACE), which fails if another process's came first: then
+ * it opens that one. So a file at the path is always whole, unless someone
+ * else wrote it, and a file that this code did not make whole is never
+ * written: one not marked ready (all zero, say, as a user's disk image
+ * begins) is refused, never initialised. Other copies and versions of the
+ * package are assumed to do the same; one of another layout is refused
+ * (ELAYOUT). A file is never trusted for its name alone: it must be a
+ * regular file with one name (a hard link would give its agents two sets
+ * of FIFO names, wl-wake-linux.c), of this layout, of the size it says, and
+ * either ours or another user's that both that user's permission bits and
+ * ours (the mode asked for) open to others.
  *
  * The file is sparse: every page is reserved (fallocate) before it is
  * first stored to, so that a full file system (a container's small
@@ -28,12 +29,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +47,10 @@
 /* How much of the region is reserved at a time. */
 #define WL__RESERVE_STEP ((uint64_t)64 << 10)
 #define WL__READY 0x52454459u /* "READY" */
+/* The kernel's (linux/fs.h), where the C library does not say it (musl). */
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
 
 /* What a process must agree on to share a file: the layout of the records
  * and of the mutex. */
@@ -67,13 +74,12 @@ typedef struct {
   uint64_t region_off; /* where the region starts */
   uint32_t ready;      /* WL__READY once initialised */
   uint32_t pad;
-  /* Drawn when the file is initialised, and part of its agents' FIFOs'
-   * names: a file made anew at the same path has other names for its
-   * agents' FIFOs, whatever processes of the old one still do with theirs. */
-  uint64_t nonce;
-  /* At offset 48: test/host-full-crash.test.js reads its holder there. */
+  /* At offset 40: test/host-full-crash.test.js reads its holder there. */
   pthread_mutex_t mutex;
 } wl__seg_t;
+
+_Static_assert(offsetof(wl__seg_t, mutex) == 40,
+               "test/host-full-crash.test.js reads the mutex at offset 40");
 
 static int wl__fail(char *err, size_t errlen, int rc, const char *fmt, ...) {
   va_list ap;
@@ -86,9 +92,8 @@ static int wl__fail(char *err, size_t errlen, int rc, const char *fmt, ...) {
   return rc;
 }
 
-/* Initialises the file's first page and its region; the region's grant
- * counter starts at `grants`. */
-static int wl__init_file(wl__seg_t *seg, uint64_t size, uint64_t grants) {
+/* Initialises the file's first page and its region. */
+static int wl__init_file(wl__seg_t *seg, uint64_t size) {
   pthread_mutexattr_t attr;
   struct timespec ts;
   wl_manager_t tmp;
@@ -110,14 +115,11 @@ static int wl__init_file(wl__seg_t *seg, uint64_t size, uint64_t grants) {
   seg->size = size;
   seg->region_off = WL__PAGE;
   clock_gettime(CLOCK_REALTIME, &ts);
-  seg->nonce = wl__fmix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-                        ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)&ts);
   rc = wl__region_init(&tmp, (char *)seg + WL__PAGE, size - WL__PAGE,
                        wl__fmix((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec ^
                                 ((uint64_t)getpid() << 32)));
   if (rc != 0)
     return rc;
-  WL__HDR(&tmp)->grants = grants;
   /* Everything above reaches the file before any process sees it ready. */
   __atomic_store_n(&seg->ready, WL__READY, __ATOMIC_RELEASE);
   return 0;
@@ -139,6 +141,11 @@ static int wl__check_header(const char *path, const wl__seg_t *seg,
                     "%s was made for another machine architecture or C "
                     "library (ABI %#x, this process has %#x)",
                     path, seg->abi, WL__ABI);
+  if (__atomic_load_n(&seg->ready, __ATOMIC_ACQUIRE) != WL__READY)
+    return wl__fail(err, errlen, WL_ECORRUPT,
+                    "%s is not a whole web-locks manager file (not marked "
+                    "ready): web-locks never writes a file it did not make",
+                    path);
   if (seg->size != file_size || seg->region_off != WL__PAGE ||
       file_size < 2 * WL__PAGE)
     return wl__fail(err, errlen, WL_ECORRUPT,
@@ -165,18 +172,6 @@ static int wl__check_region(const char *path, const wl__hdr_t *h,
                       path);
   }
   return 0;
-}
-
-/* A file its creator did not finish: nothing written yet (all zero, as
- * ftruncate leaves it), or ours but not marked ready. Anything else that is
- * not ready is someone else's file, never to be overwritten. */
-static int wl__unfinished(const wl__seg_t *seg) {
-  static const char zero[sizeof(seg->magic)];
-
-  if (__atomic_load_n(&seg->ready, __ATOMIC_ACQUIRE) == WL__READY)
-    return 0;
-  return memcmp(seg->magic, zero, sizeof(zero)) == 0 ||
-         memcmp(seg->magic, WL__MAGIC, sizeof(seg->magic)) == 0;
 }
 
 /* Owned by us, or another user's file that both that user (its permission
@@ -245,19 +240,6 @@ WL__COLD int wl__cover(wl_manager_t *m) {
   return wl__reserve(m, WL__HDR(m)->used) == 0 ? 0 : WL_ECORRUPT;
 }
 
-/* Whether a process holds a proof of life in the file (wl-live-linux.c): it has
- * joined the manager and may not have left. When in doubt, it has. */
-static int wl__in_use(int fd, uint64_t limit) {
-  struct flock fl;
-
-  memset(&fl, 0, sizeof(fl));
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = (off_t)WL__LIVE_BASE;
-  fl.l_len = (off_t)limit;
-  return fcntl(fd, F_OFD_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
-}
-
 static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
   void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
@@ -278,14 +260,15 @@ static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
 }
 
 /* A new file in the directory of path that no other process can open yet:
- * O_TMPFILE where the file system has it, else a temporary name (in *tmp,
+ * O_TMPFILE where the file system has it, else a temporary name that no
+ * other user can take first (drawn at random, again if taken; in *tmp,
  * which the caller removes). */
 static int wl__open_unlinked(const char *path, unsigned mode, char *tmp,
                              size_t tmplen) {
   char dir[WL__PATH_MAX];
   const char *slash = strrchr(path, '/');
-  struct timespec ts;
-  int fd;
+  uint64_t r;
+  int fd, tries;
 
   tmp[0] = '\0';
   if (slash != NULL && (size_t)(slash - path) < sizeof(dir)) {
@@ -297,32 +280,39 @@ static int wl__open_unlinked(const char *path, unsigned mode, char *tmp,
     if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
       return fd;
   }
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  snprintf(tmp, tmplen, "%s.new-%d-%lx", path, (int)getpid(),
-           (unsigned long)ts.tv_nsec);
-  return open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  for (tries = 0; tries < 4; tries++) {
+    if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+      return -1;
+    snprintf(tmp, tmplen, "%s.new-%016llx", path, (unsigned long long)r);
+    fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd >= 0 || errno != EEXIST)
+      break;
+  }
+  if (fd < 0)
+    tmp[0] = '\0';
+  return fd;
 }
 
-/* Links the whole file into place: 0, -EEXIST if another process's came
- * first, or -errno. */
+/* Puts the whole file in place, with one name at every moment (a rename,
+ * not a link then an unlink): 0, -EEXIST if another process's came first,
+ * or -errno. */
 static int wl__publish(int fd, const char *tmp, const char *path) {
   char proc[64];
-  int rc;
 
   WL__FAULT("create");
-  if (tmp[0] != '\0') {
-    rc = link(tmp, path) == 0 ? 0 : -errno;
-    unlink(tmp);
-    return rc;
-  }
+  if (tmp[0] != '\0')
+    return syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, path,
+                   RENAME_NOREPLACE) == 0
+               ? 0
+               : -errno;
   snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
   return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0
              ? 0
              : -errno;
 }
 
-/* Makes the file whole, then puts it at path: 0 (with a shared flock), or
- * -EEXIST if a file is there already. */
+/* Makes the file whole, then puts it at path: 0, or -EEXIST if a file is
+ * there already. */
 static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
                       unsigned mode, char *err, size_t errlen) {
   char tmp[WL__PATH_MAX + 32];
@@ -338,7 +328,7 @@ static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
   m->fd = fd;
   /* Exactly the bits asked for, whatever the umask. */
   if (fchmod(fd, mode) != 0 || ftruncate(fd, (off_t)size) != 0 ||
-      flock(fd, LOCK_SH) != 0 || fstat(fd, &st) != 0) {
+      fstat(fd, &st) != 0) {
     rc = wl__fail(err, errlen, -errno, "cannot create %s: %s", path,
                   strerror(errno));
   } else if ((rc = wl__map(m, fd, size)) != 0) {
@@ -347,7 +337,7 @@ static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
     rc = wl__fail(err, errlen, -ENOSPC, "cannot create %s: %s", path,
                   strerror(ENOSPC));
     munmap(m->map, size);
-  } else if ((rc = wl__init_file(m->map, size, 0)) != 0) {
+  } else if ((rc = wl__init_file(m->map, size)) != 0) {
     wl__fail(err, errlen, rc, "cannot initialise %s", path);
     munmap(m->map, size);
   } else if ((rc = wl__publish(fd, tmp, path)) != 0) {
@@ -363,42 +353,10 @@ static int wl__create(wl_manager_t *m, const char *path, uint64_t size,
   }
   m->mode = mode;
   m->gid = st.st_gid;
-  m->nonce = ((wl__seg_t *)m->map)->nonce;
   return 0;
 }
 
-/* Initialises again a file whose creator died before it was ready, alone
- * (under an exclusive flock): unless a process has joined it, which makes
- * it damaged (a live manager is never wiped). Its grant counter is kept, so
- * that tokens never go back. */
-static int wl__reinit(wl_manager_t *m, const char *path, uint64_t size,
-                      char *err, size_t errlen) {
-  wl__seg_t *seg = m->map;
-  uint64_t grants;
-
-  if (flock(m->fd, LOCK_EX) != 0)
-    return wl__fail(err, errlen, -errno, "cannot open %s: %s", path,
-                    strerror(errno));
-  if (!wl__unfinished(seg))
-    return 0;
-  if (size < 2 * WL__PAGE)
-    return 0; /* too short: wl__check_header says so */
-  if (wl__in_use(m->fd, m->capacity))
-    return wl__fail(err, errlen, WL_ECORRUPT,
-                    "%s is damaged: it is not marked ready, and processes use "
-                    "it",
-                    path);
-  if (wl__reserve(m, sizeof(wl__hdr_t)) != 0)
-    return wl__fail(err, errlen, -ENOSPC, "cannot initialise %s: %s", path,
-                    strerror(ENOSPC));
-  grants = ((wl__hdr_t *)((char *)seg + WL__PAGE))->grants;
-  if (wl__init_file(seg, size, grants) != 0)
-    return wl__fail(err, errlen, WL_ECORRUPT, "cannot initialise %s", path);
-  return 0;
-}
-
-/* Opens an existing file; -ENOENT if it went away meanwhile. It keeps its
- * flock. */
+/* Opens an existing file; -ENOENT if it went away meanwhile. */
 static int wl__attach(wl_manager_t *m, const char *path, unsigned mode,
                       char *err, size_t errlen) {
   int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
@@ -411,8 +369,7 @@ static int wl__attach(wl_manager_t *m, const char *path, unsigned mode,
                            : wl__fail(err, errlen, -errno, "cannot open %s: %s",
                                       path, strerror(errno));
   m->fd = fd;
-  /* Waits while its creator initialises it. */
-  if (flock(fd, LOCK_SH) != 0 || fstat(fd, &st) != 0) {
+  if (fstat(fd, &st) != 0) {
     rc = wl__fail(err, errlen, -errno, "cannot open %s: %s", path,
                   strerror(errno));
     goto fail;
@@ -431,9 +388,6 @@ static int wl__attach(wl_manager_t *m, const char *path, unsigned mode,
     goto fail;
   }
   seg = m->map;
-  if (wl__unfinished(seg) &&
-      (rc = wl__reinit(m, path, (uint64_t)st.st_size, err, errlen)) != 0)
-    goto unmap;
   if ((rc = wl__check_header(path, seg, (uint64_t)st.st_size, err, errlen)) !=
           0 ||
       (rc = wl__check_region(path, WL__HDR(m), seg->size - WL__PAGE, err,
@@ -447,7 +401,6 @@ static int wl__attach(wl_manager_t *m, const char *path, unsigned mode,
   }
   m->mode = st.st_mode & 0777;
   m->gid = st.st_gid;
-  m->nonce = seg->nonce;
   return 0;
 unmap:
   munmap(m->map, m->map_size);
@@ -479,10 +432,14 @@ static int wl__work_open(wl_manager_t *m, const char *path, char *err,
 }
 
 /* Joins the manager as a live owner, and ends the agents of dead ones. The
- * probe is a second open of the same file: it must be the same file. */
+ * probe is a second open of the same file: it must be the same file, with
+ * one name (agents of processes that opened it by two names would look for
+ * each other's FIFOs under different names). */
 static int wl__join(wl_manager_t *m, const char *path, char *err,
                     size_t errlen) {
+  uint64_t orphans[WL__ORPHANS];
   struct stat a, b;
+  unsigned norphans;
   int rc;
 
   m->probe_fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
@@ -493,10 +450,20 @@ static int wl__join(wl_manager_t *m, const char *path, char *err,
     return wl__fail(err, errlen, WL_ECORRUPT,
                     "%s was replaced while it was being opened", path);
   }
+  if (a.st_nlink != 1) {
+    close(m->probe_fd);
+    return wl__fail(err, errlen, -EMLINK,
+                    "%s has %llu names (hard links); a scope's file must "
+                    "have one: remove the others",
+                    path, (unsigned long long)a.st_nlink);
+  }
+  norphans = wl__wake_orphans(m, orphans, WL__ORPHANS);
   if ((rc = wl__lock(m)) == 0) {
     rc = wl__owner_open(m);
-    if (rc == 0)
+    if (rc == 0) {
       wl__sweep(m);
+      wl__wake_reap(m, orphans, norphans);
+    }
     wl__unlock(m);
   }
   if (rc != 0) {
@@ -543,8 +510,6 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
     if (rc != -ENOENT)
       break;
   }
-  /* The flock is held until the process has joined: until then, no other
-   * may take the file for unfinished (wl__reinit). */
   if (rc == 0) {
     rc = wl__work_open(m, path, err, errlen);
     if (rc == 0 && (rc = wl__join(m, path, err, errlen)) != 0)
@@ -559,7 +524,6 @@ int wl_segment_open(const char *path, uint64_t size, unsigned mode,
     free(m);
     return rc;
   }
-  flock(m->fd, LOCK_UN);
   *out = m;
   return 0;
 }

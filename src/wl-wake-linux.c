@@ -1,15 +1,26 @@
 /* Wake-ups across processes: every agent of a shared manager has a FIFO
- * beside the manager's file, named by the file's nonce and its record's
- * offset and generation (which no other agent has: a record's generation
- * changes when it is freed, and a file made anew has another nonce), so
- * that nothing done by that name can reach another agent's FIFO.
+ * beside the manager's file, named by the manager's path and a number drawn
+ * at random for it (getrandom) and kept in its record. Other users of a
+ * shared directory (/dev/shm is sticky and world-writable) can list names
+ * but cannot predict the next: a name that is taken already (mkfifo fails)
+ * is drawn again, and no file this process did not make is ever removed
+ * but a dead agent's FIFO, by the number in its record. That number, like
+ * everything in the file, may have been written by anyone who can write the
+ * file: it is only ever formatted into a name here (never used as bytes of
+ * a path), and such a name can only be beside the manager's file.
+ * The directory is assumed to keep other users from removing this user's
+ * files (sticky, as /dev/shm is): one who could remove an agent's FIFO
+ * would leave it unwoken. How FIFOs are named is part of the layout
+ * (WL_LAYOUT): a version of the package that names them otherwise uses
+ * another, and refuses this one's file, so no process looks for a FIFO
+ * under a name that its agent's process did not give it.
  * Its thread watches the read end (an event loop polls it, as libuv's
  * uv_poll does); whichever process makes the agent's mailbox non-empty
  * writes one byte to it. Measured on this project's machine: about 3 us one
  * way, no thread of its own, no CPU while idle. A byte written while one is
  * already pending is dropped (EAGAIN on a full FIFO is fine), and a FIFO
  * nobody reads any more (ENXIO: its process is gone) is ignored: the sweep
- * ends its agent.
+ * ends its agent and removes its FIFO.
  *
  * The write ends of recently woken agents' FIFOs stay open, so that a
  * wake-up is one write instead of an open, a write and a close. One whose
@@ -18,53 +29,82 @@
  * ignores it. */
 #define _GNU_SOURCE
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "wl-internal.h"
 
-#define WL__FIFO_PATH_MAX (WL__PATH_MAX + 48)
+#define WL__FIFO_PATH_MAX (WL__PATH_MAX + 24)
+/* Names drawn before giving up: each is taken with odds of 2^-64 unless
+ * something is wrong with the directory or the random numbers. */
+#define WL__FIFO_TRIES 4
 
-static int wl__fifo_path(const wl_manager_t *m, wl_off_t agent, uint32_t gen,
-                         char *buf, size_t len) {
-  int n = snprintf(buf, len, "%s.%llx.%llx.%x", m->path,
-                   (unsigned long long)m->nonce, (unsigned long long)agent,
-                   (unsigned)gen);
+static int wl__fifo_path(const wl_manager_t *m, uint64_t wake, char *buf,
+                         size_t len) {
+  int n = snprintf(buf, len, "%s.%016llx", m->path, (unsigned long long)wake);
   return n < 0 || (size_t)n >= len ? WL_EINVAL : 0;
 }
 
-/* The FIFO just made must be ours, and gets the manager file's group and
- * permission bits exactly, whatever the umask and this process's group:
- * every process that may open the manager must be able to wake the agent. */
+/* A number no one can predict, never 0 (no FIFO). */
+static int wl__draw(uint64_t *wake) {
+  do {
+    while (getrandom(wake, sizeof(*wake), 0) != (ssize_t)sizeof(*wake)) {
+      if (errno != EINTR)
+        return -errno;
+    }
+  } while (*wake == 0);
+  return 0;
+}
+
+/* The FIFO just made must be ours (where others may remove files, another
+ * could be at its name by now). It gets the manager file's group where
+ * this process may give it, and write permission (only: a reader could
+ * take wake-ups) for everyone the file admits, whatever the umask and this
+ * process's group. A process outside the file's group has been admitted by
+ * the file's bits for others: its FIFO keeps its own group, and then both
+ * its group and others may write to it when the file is open to anyone but
+ * its owner. */
 static int wl__fifo_own(const wl_manager_t *m, int fd) {
+  unsigned bits = 0600 | (m->mode & 0022);
   struct stat st;
 
   if (fstat(fd, &st) != 0)
     return -errno;
   if (!S_ISFIFO(st.st_mode) || st.st_uid != geteuid())
     return -EEXIST;
-  if ((st.st_gid != m->gid && fchown(fd, (uid_t)-1, m->gid) != 0) ||
-      fchmod(fd, m->mode) != 0)
-    return -errno;
-  return 0;
+  if (st.st_gid != m->gid && fchown(fd, (uid_t)-1, m->gid) != 0) {
+    if (errno != EPERM)
+      return -errno;
+    bits = 0600 | ((m->mode & 0066) != 0 ? 0022 : 0);
+  }
+  return fchmod(fd, bits) == 0 ? 0 : -errno;
 }
 
-/* Under the mutex. */
-int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint32_t gen) {
+/* Under the mutex. The number is in the record before the FIFO exists, so
+ * that a sweep after this process dies at any point here removes it. */
+int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint64_t *wake) {
+  uint64_t *stored = &WL__REC(m, agent, wl__agent_t)->wake;
   char path[WL__FIFO_PATH_MAX];
-  int fd, rc = 0, tries;
+  int fd, rc = -EEXIST, tries;
 
-  if (wl__fifo_path(m, agent, gen, path, sizeof(path)) != 0)
-    return WL_EINVAL;
-  for (tries = 0; tries < 2; tries++) {
-    if (mkfifo(path, 0600) == 0)
-      break;
-    /* Left by a process that died with an agent of this record. */
-    if (errno != EEXIST || unlink(path) != 0)
-      return -errno;
+  for (tries = 0; tries < WL__FIFO_TRIES && rc == -EEXIST; tries++) {
+    if ((rc = wl__draw(wake)) != 0)
+      return rc;
+    __atomic_store_n(stored, *wake, __ATOMIC_RELAXED);
+    if ((rc = wl__fifo_path(m, *wake, path, sizeof(path))) != 0)
+      return rc;
+    rc = mkfifo(path, 0600) == 0 ? 0 : -errno;
+  }
+  if (rc != 0) {
+    __atomic_store_n(stored, 0, __ATOMIC_RELAXED);
+    *wake = 0;
+    return rc;
   }
   /* Read and write: never blocks, and never reports an end of file. */
   fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
@@ -79,13 +119,72 @@ int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint32_t gen) {
   return fd;
 }
 
-void wl__wake_close(wl_manager_t *m, wl_off_t agent, uint32_t gen, int fd) {
+void wl__wake_close(wl_manager_t *m, uint64_t wake, int fd) {
   char path[WL__FIFO_PATH_MAX];
 
   if (fd >= 0)
     close(fd);
-  if (wl__fifo_path(m, agent, gen, path, sizeof(path)) == 0)
+  if (wake != 0 && wl__fifo_path(m, wake, path, sizeof(path)) == 0)
     unlink(path);
+}
+
+/* A FIFO that no process reads is an agent's that died. The sweep removes
+ * those of the agents it ends, by the numbers in their records, but in a
+ * sticky directory (/dev/shm) only a file's owner (or root) may remove it:
+ * one left by another user's process stays until a process of that user
+ * opens the scope, which removes every FIFO of its own beside the file that
+ * has no reader. The names are gathered without the mutex (a directory may
+ * be long), and tested and removed under it, when no agent of this file is
+ * between making its FIFO and opening it. */
+unsigned wl__wake_orphans(const wl_manager_t *m, uint64_t *wake,
+                          unsigned max) {
+  char dir[WL__PATH_MAX];
+  const char *slash = strrchr(m->path, '/'), *base;
+  struct dirent *e;
+  struct stat st;
+  size_t baselen;
+  unsigned n = 0;
+  DIR *d;
+
+  if (slash == NULL)
+    return 0;
+  base = slash + 1;
+  baselen = strlen(base);
+  memcpy(dir, m->path, (size_t)(slash - m->path));
+  dir[slash - m->path] = '\0';
+  d = opendir(slash == m->path ? "/" : dir);
+  if (d == NULL)
+    return 0;
+  while (n < max && (e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, base, baselen) != 0 || e->d_name[baselen] != '.' ||
+        strlen(e->d_name + baselen + 1) != 16 ||
+        strspn(e->d_name + baselen + 1, "0123456789abcdef") != 16)
+      continue;
+    wake[n] = strtoull(e->d_name + baselen + 1, NULL, 16);
+    if (wake[n] != 0 &&
+        fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISFIFO(st.st_mode) && st.st_uid == geteuid())
+      n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* Under the mutex. */
+void wl__wake_reap(wl_manager_t *m, const uint64_t *wake, unsigned n) {
+  char path[WL__FIFO_PATH_MAX];
+  unsigned i;
+  int fd;
+
+  for (i = 0; i < n; i++) {
+    if (wl__fifo_path(m, wake[i], path, sizeof(path)) != 0)
+      continue;
+    fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0)
+      close(fd);
+    else if (errno == ENXIO)
+      unlink(path);
+  }
 }
 
 /* 0, or -errno; EAGAIN means a byte is pending already, which is all a
@@ -112,14 +211,14 @@ static int wl__open_fifo(const char *path) {
 
 void wl__wake(wl_manager_t *m, wl_off_t agent) {
   wl__waker_t *w = &m->wakers[(agent >> 4) % WL__WAKERS];
-  uint32_t gen = wl__block(m, agent)->gen;
+  uint64_t wake = WL__REC(m, agent, wl__agent_t)->wake;
   char path[WL__FIFO_PATH_MAX];
   int fd;
 
-  if (w->fd1 != 0 && w->agent == agent && w->gen == gen &&
-      wl__knock(w->fd1 - 1) == 0)
+  WL__HIDE(wake);
+  if (w->fd1 != 0 && w->wake == wake && wl__knock(w->fd1 - 1) == 0)
     return;
-  if (wl__fifo_path(m, agent, gen, path, sizeof(path)) != 0)
+  if (wake == 0 || wl__fifo_path(m, wake, path, sizeof(path)) != 0)
     return;
   fd = wl__open_fifo(path);
   if (fd < 0)
@@ -127,8 +226,7 @@ void wl__wake(wl_manager_t *m, wl_off_t agent) {
   wl__knock(fd);
   if (w->fd1 != 0)
     close(w->fd1 - 1);
-  w->agent = agent;
-  w->gen = gen;
+  w->wake = wake;
   w->fd1 = fd + 1;
 }
 

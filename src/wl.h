@@ -65,7 +65,7 @@ enum {
 
 /* The layout of a manager's region and records, as written in a shared
  * manager's file: processes share a file only if they agree on it. */
-#define WL_LAYOUT 4
+#define WL_LAYOUT 5
 
 /* Whether this build has managers shared by processes (wl_segment_open and
  * the wake descriptors): they need Linux, and the build leaves them out
@@ -96,6 +96,7 @@ struct wl_agent_s {
   uint32_t gen;   /* the record's generation when made */
   uint32_t local; /* its index in the manager's table of this process's agents */
   int wake_fd;    /* its FIFO's read end, for a shared manager; else -1 */
+  uint64_t wake;  /* its FIFO's number (wl-wake-linux.c), or 0 */
   wl__table_t requests; /* its requests' handles, by the index records carry */
 };
 

@@ -19,7 +19,7 @@ const linux = process.platform === 'linux';
 // glibc's robust mutex keeps its holder's TID in its first word, which is at
 // this offset of the scope's file (src/wl-segment-linux.c, wl__seg_t).
 const glibc = linux && Boolean(process.report.getReport().header.glibcVersionRuntime);
-const MUTEX_OFFSET = 48;
+const MUTEX_OFFSET = 40;
 const KILLS = 8;
 const quota = isDOMException('QuotaExceededError');
 

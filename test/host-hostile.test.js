@@ -94,7 +94,7 @@ function pending(context, reason) {
     assert.deepEqual(fs.readdirSync(dir), ['web-locks.loop']);
   });
 
-  it('a scope shared with a group: another user of the group wakes this process, and every file the scope makes has its mode exactly', async function () {
+  it('a scope shared with a group: another user of the group wakes this process, and every file the scope makes has its mode exactly (its FIFOs, write only)', async function () {
     if (!root) pending(this, 'only root can run a process as another user');
     if (!openToOthers(process.execPath) || !openToOthers(PKG)) pending(this, 'another user could not run Node or the package from here');
     const umask = process.umask(0o022);
@@ -116,8 +116,10 @@ function pending(context, reason) {
       const m = await openLockManager('group', { dir, mode: 0o660 });
       try {
         const granted = m.request('x', (lock) => lock.name);
+        // The FIFOs only need to be written to by the others (a reader
+        // could take wake-ups).
         for (const name of fs.readdirSync(dir)) {
-          assert.equal(fs.statSync(path.join(dir, name)).mode & 0o777, 0o660, name);
+          assert.equal(fs.statSync(path.join(dir, name)).mode & 0o777, name === 'web-locks.group' ? 0o660 : 0o620, name);
         }
         other.child.stdin.end('go\n');
         assert.equal(await granted, 'x');
@@ -248,6 +250,207 @@ function pending(context, reason) {
     try {
       fs.symlinkSync(path.join(dir, 'web-locks.target'), path.join(dir, 'web-locks.link'));
       await assert.rejects(openLockManager('link', { dir }), (err) => err.code === 'ELOOP');
+    } finally {
+      await a.close();
+    }
+  });
+
+  // A directory like /dev/shm: anyone may create files in it, and only a
+  // file's owner (or root) may remove or rename it.
+  function sticky() {
+    fs.chmodSync(dir, 0o1777);
+  }
+  // The names in the directory other than the scope's own file, and the
+  // owner of each.
+  const beside = (scope) => fs.readdirSync(dir).filter((n) => n.startsWith(`web-locks.${scope}.`)).sort()
+    .map((n) => [n, fs.lstatSync(path.join(dir, n)).uid]);
+  const userScript = (body) => `
+    const { openLockManager } = require(PKG);
+    const fs = require('node:fs');
+    // The next line on stdin (read only once asked for: a process that
+    // never asks may end while its stdin is open).
+    const lines = [];
+    let reading = false;
+    const next = async () => {
+      if (!reading) {
+        reading = true;
+        process.stdin.setEncoding('utf8').on('data', (t) => { for (const l of t.split('\\n')) if (l) lines.push(l); });
+      }
+      while (lines.length === 0) await new Promise((r) => process.stdin.once('data', r));
+      return lines.shift();
+    };
+    const code = (e) => typeof e.code === 'string' ? e.code : e.name;
+    (async () => { ${body} })().catch((e) => { console.log('failed', code(e), e.message); process.exitCode = 1; });`;
+
+  it('another user who makes files at the names the next FIFOs would have cannot keep the owner out of a private scope', async function () {
+    if (!root) pending(this, 'only root can run processes as other users');
+    if (!openToOthers(process.execPath) || !openToOthers(PKG)) pending(this, 'another user could not run Node or the package from here');
+    sticky();
+    // The owner opens the private scope, then again and again, each time a
+    // new agent (the old FIFO names came from the record's offset and
+    // generation, so the next agent at a freed record had the next name).
+    const owner = runNode(userScript(`
+      let m = await openLockManager('private', { dir: DIR });
+      console.log('opened');
+      await next();
+      await m.close();
+      const results = [];
+      for (let i = 0; i < 6; i++) {
+        try {
+          m = await openLockManager('private', { dir: DIR });
+          results.push(await m.request('x', (lock) => lock.name));
+          await m.close();
+        } catch (e) { results.push(code(e)); }
+      }
+      console.log(results.join(' '));`), { dir, user: { uid: 65533, gid: 65533 } });
+    await owner.said('opened');
+    // Another user lists the directory and takes the next names of every
+    // FIFO it sees: each dot-separated number in its name plus 1 to 8.
+    const squatter = runNode(`
+      const fs = require('node:fs');
+      let made = 0;
+      for (const name of fs.readdirSync(DIR)) {
+        const parts = name.split('.');
+        if (name === 'web-locks.private' || !name.startsWith('web-locks.private.')) continue;
+        for (let at = 2; at < parts.length; at++) {
+          for (let k = 1n; k <= 8n; k++) {
+            const next = parts.slice();
+            next[at] = (BigInt('0x' + parts[at]) + k).toString(16).padStart(parts[at].length, '0');
+            try { fs.writeFileSync(DIR + '/' + next.join('.'), 'mine', { flag: 'wx' }); made++; } catch {}
+          }
+        }
+      }
+      console.log('made', made > 0);`, { dir, user: { uid: 65534, gid: 65534 } });
+    const s = await squatter.ended;
+    assert.deepEqual([s.code, s.out], [0, 'made true\n'], s.err);
+    owner.child.stdin.end('go\n');
+    const r = await owner.ended;
+    assert.deepEqual([r.code, r.out], [0, 'opened\nx x x x x x\n'], r.err);
+  });
+
+  it('a scope opened to others (0o666) is joined by a user outside the file\'s group, and a lock goes back and forth between the two users', async function () {
+    if (!root) pending(this, 'only root can run processes as other users');
+    if (!openToOthers(process.execPath) || !openToOthers(PKG)) pending(this, 'another user could not run Node or the package from here');
+    sticky();
+    // Each user in a group of its own (spawn drops root's other groups).
+    const first = runNode(userScript(`
+      const m = await openLockManager('open', { dir: DIR, mode: 0o666 });
+      let release;
+      const held = m.request('x', () => { console.log('held'); return new Promise((r) => { release = r; }); });
+      await next();
+      const again = m.request('x', (lock) => lock.name);
+      release();
+      await held;
+      console.log('back', await again);
+      await m.close();`), { dir, user: { uid: 65533, gid: 65533 } });
+    await first.said('held');
+    const second = runNode(userScript(`
+      const m = await openLockManager('open', { dir: DIR, mode: 0o666 });
+      const got = m.request('x', async (lock) => { console.log('granted'); await next(); return lock.name; });
+      console.log('queued');
+      console.log(await got);
+      await m.close();`), { dir, user: { uid: 65534, gid: 65534 } });
+    await second.said('queued');
+    const fifos = beside('open').map(([n]) => fs.lstatSync(path.join(dir, n)));
+    assert.deepEqual(fifos.map((st) => [st.isFIFO(), st.mode & 0o777]).sort(), [[true, 0o622], [true, 0o622]]);
+    assert.deepEqual(fifos.map((st) => st.gid).sort(), [65533, 65534]);
+    first.child.stdin.write('release\n');
+    await second.said('granted');
+    second.child.stdin.end('release\n');
+    first.child.stdin.end();
+    const [a, b] = await Promise.all([first.ended, second.ended]);
+    assert.deepEqual([a.code, a.out], [0, 'held\nback x\n'], a.err);
+    assert.deepEqual([b.code, b.out], [0, 'queued\ngranted\nx\n'], b.err);
+    assert.deepEqual(beside('open'), []);
+  });
+
+  for (const signal of ['SIGKILL', 'SIGTERM']) {
+    it(`after ${signal} of a scope's last process, its FIFOs stay beside the file until a process of the same user opens the scope (as the README says)`, async function () {
+      if (!root) pending(this, 'only root can run processes as other users');
+      if (!openToOthers(process.execPath) || !openToOthers(PKG)) pending(this, 'another user could not run Node or the package from here');
+      sticky();
+      // Two users of one group share the scope.
+      const open = `await (await openLockManager('kill', { dir: DIR, mode: 0o660 })).close(); console.log('done');`;
+      const asFirst = { uid: 65533, gid: 65533 };
+      const asSecond = { uid: 65534, gid: 65533 };
+      let r = await runNode(userScript(open), { dir, user: asFirst }).ended;
+      assert.equal(r.out, 'done\n', r.err);
+      // The second user's process, with a worker thread that opened the
+      // scope too (one agent, and one FIFO, per thread), is killed while
+      // both threads have it open (each kept alive by a timer).
+      const victim = runNode(userScript(`
+        const { Worker } = require('node:worker_threads');
+        const m = await openLockManager('kill', { dir: DIR, mode: 0o660 });
+        const w = new Worker(\`const { openLockManager } = require(\${JSON.stringify(PKG)});
+          setInterval(() => {}, 1000);
+          openLockManager('kill', { dir: \${JSON.stringify(DIR)}, mode: 0o660 }).then(() => require('node:worker_threads').parentPort.postMessage('open'));\`, { eval: true });
+        await new Promise((r) => w.once('message', r));
+        setInterval(() => {}, 1000);
+        await m.request('x', () => { console.log('open'); return new Promise(() => {}); });`), { dir, user: asSecond });
+      await victim.said('open');
+      victim.child.kill(signal);
+      r = await victim.ended;
+      assert.equal(r.signal, signal);
+      const left = beside('kill');
+      assert.equal(left.length, 2);
+      for (const [name, uid] of left) {
+        assert.match(name, /^web-locks\.kill\.[0-9a-f]{16}$/);
+        assert.equal(uid, 65534);
+      }
+      // Another user's process cannot remove them (the directory is sticky)...
+      r = await runNode(userScript(open), { dir, user: asFirst }).ended;
+      assert.equal(r.out, 'done\n', r.err);
+      assert.deepEqual(beside('kill'), left);
+      // ...a process of their user does, and then only the scope's file is left.
+      r = await runNode(userScript(open), { dir, user: asSecond }).ended;
+      assert.equal(r.out, 'done\n', r.err);
+      assert.deepEqual(fs.readdirSync(dir), ['web-locks.kill']);
+    });
+  }
+
+  it('a dir with a NUL byte rejects with a TypeError, and the file it would have been cut to is left byte for byte', async function () {
+    const { openLockManager } = api();
+    const image = path.join(dir, 'disk.img');
+    const bytes = Buffer.alloc(3 * 4096);
+    for (let i = 512; i < bytes.length; i++) bytes[i] = (i * 7 + 3) & 0xff;
+    fs.writeFileSync(image, bytes);
+    await assert.rejects(openLockManager('s', { dir: `${image}\0` }), (err) => err instanceof TypeError && /null bytes/.test(err.message));
+    await assert.rejects(openLockManager('s', { dir: `${dir}/\uD800` }), (err) => err instanceof TypeError && /lone surrogate/.test(err.message));
+    assert.deepEqual(fs.readFileSync(image), bytes);
+    // The binding refuses such a path too, whoever calls it.
+    const m = await openLockManager('other', { dir });
+    try {
+      const binding = require(path.join(PKG, 'lib', 'binding.js'));
+      assert.throws(() => binding.open(`${image}\0/web-locks.s`, 8192, 0o600, 'id'), (err) => err instanceof TypeError && /null bytes/.test(err.message));
+    } finally {
+      await m.close();
+    }
+    assert.deepEqual(fs.readFileSync(image), bytes);
+  });
+
+  it('a file at the scope\'s path that web-locks did not make (one that begins with zeros) is refused, never written', async function () {
+    const { openLockManager } = api();
+    const file = path.join(dir, 'web-locks.img');
+    const bytes = Buffer.alloc(4 * 4096);
+    for (let i = 4096; i < bytes.length; i++) bytes[i] = (i * 13 + 1) & 0xff;
+    fs.writeFileSync(file, bytes);
+    await assert.rejects(openLockManager('img', { dir }), (err) => err.code === 'ECORRUPT' && err.message.includes(file));
+    assert.deepEqual(fs.readFileSync(file), bytes);
+  });
+
+  it('a scope\'s file with a second name (a hard link) is refused by both names, in this process and in another', async function () {
+    const { openLockManager } = api();
+    const a = await openLockManager('first', { dir });
+    try {
+      fs.linkSync(path.join(dir, 'web-locks.first'), path.join(dir, 'web-locks.second'));
+      await assert.rejects(openLockManager('second', { dir }), (err) => err.code === 'EMLINK' && err.message.includes('web-locks.second'));
+      const r = await runNode(userScript(`
+        for (const scope of ['second', 'first']) {
+          try { await openLockManager(scope, { dir: DIR }); console.log('opened', scope); } catch (e) { console.log(scope, code(e)); }
+        }`), { dir, ms: 15000 }).ended;
+      assert.deepEqual([r.code, r.out], [0, 'second EMLINK\nfirst EMLINK\n'], r.err);
+      fs.unlinkSync(path.join(dir, 'web-locks.second'));
+      assert.equal(await a.request('x', (lock) => lock.name), 'x');
     } finally {
       await a.close();
     }

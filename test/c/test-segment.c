@@ -3,6 +3,7 @@
  * every kind of bad file refused with its path and its fault named. */
 #define _GNU_SOURCE
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -169,8 +170,8 @@ static void test_bad_files(void) {
   m = tsegment_open(path, SIZE);
   wl_segment_close(m);
   patch(8, &layout, sizeof(layout));
-  expect_open_fails(WL_ELAYOUT, "has web-locks layout 5; this version of "
-                                "web-locks uses layout 4");
+  expect_open_fails(WL_ELAYOUT, "has web-locks layout 6; this version of "
+                                "web-locks uses layout 5");
 
   /* The ABI word (offset 12): the same sizes under another C library. */
   unlink(path);
@@ -199,12 +200,51 @@ static void test_bad_files(void) {
   patch(4096 + 8, &huge, sizeof(huge));
   expect_open_fails(WL_ECORRUPT, "region header is inconsistent");
 
-  /* A file whose creator died before it was ready is made again. */
+  /* A file not marked ready was not made whole by web-locks (which puts
+   * only whole files in place): it is refused, never initialised. */
   unlink(path);
   m = tsegment_open(path, SIZE);
   wl_segment_close(m);
   patch(32, &zero, sizeof(zero));
+  expect_open_fails(WL_ECORRUPT, "not marked ready");
+  unlink(path);
+}
+
+/* Someone's file at the path (a disk image, say: 8 KiB or more that begins
+ * with zeros) is refused and left byte for byte as it was. */
+static void test_foreign_file_never_written(void) {
+  static char image[3 * 4096], after[sizeof(image)];
+  size_t i;
+  int fd;
+
+  for (i = 512; i < sizeof(image); i++)
+    image[i] = (char)(i * 7 + 3);
+  fresh_path();
+  write_file(image, sizeof(image));
+  expect_open_fails(WL_ECORRUPT, "not a web-locks manager file");
+  fd = open(path, O_RDONLY);
+  ASSERT(fd >= 0);
+  ASSERT_EQ((long long)sizeof(after), read(fd, after, sizeof(after)));
+  close(fd);
+  ASSERT(memcmp(image, after, sizeof(image)) == 0);
+  unlink(path);
+}
+
+/* A scope's file with a second name (a hard link) is refused by both: its
+ * agents would look for each other's FIFOs under two names. */
+static void test_hard_link_refused(void) {
+  char other[sizeof(path) + 8];
+  wl_manager_t *m, *n;
+
+  fresh_path();
+  snprintf(other, sizeof(other), "%s.link", path);
   m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, link(path, other));
+  expect_open_fails(-EMLINK, "has 2 names (hard links)");
+  ASSERT_EQ(-EMLINK, wl_segment_open(other, SIZE, 0600, &n, err, sizeof(err)));
+  ASSERT(strstr(err, other) != NULL);
+  ASSERT_EQ(0, unlink(other));
+  wl_segment_close(tsegment_open(path, SIZE));
   wl_segment_close(m);
   unlink(path);
 }
@@ -240,10 +280,44 @@ static void test_owner_and_permissions(void) {
   ASSERT_EQ(WL_EINVAL, wl_segment_open(path, SIZE, 01600, &m, err, sizeof(err)));
 }
 
+/* Where O_TMPFILE is not used (a path with no directory in it, or a file
+ * system without it), the whole file is made under a name drawn at random
+ * and renamed into place (RENAME_NOREPLACE): it has one name, nothing else
+ * is left in the directory, and a second opener opens that file. */
+static void test_made_under_a_temporary_name(void) {
+  char cwd[512], base[64];
+  wl_manager_t *m1, *m2;
+  struct dirent *e;
+  struct stat st;
+  DIR *d;
+
+  ASSERT(getcwd(cwd, sizeof(cwd)) != NULL);
+  ASSERT_EQ(0, chdir("/dev/shm"));
+  snprintf(base, sizeof(base), "wl-relative-%d", (int)getpid());
+  ASSERT_EQ(0, wl_segment_open(base, SIZE, 0600, &m1, err, sizeof(err)));
+  ASSERT_EQ(0, wl_segment_open(base, SIZE, 0600, &m2, err, sizeof(err)));
+  ASSERT_EQ(0, stat(base, &st));
+  ASSERT_EQ(1, (long long)st.st_nlink);
+  ASSERT_EQ(SIZE, st.st_size);
+  d = opendir(".");
+  ASSERT(d != NULL);
+  while ((e = readdir(d)) != NULL)
+    ASSERT(strncmp(e->d_name, base, strlen(base)) != 0 ||
+           strcmp(e->d_name, base) == 0);
+  closedir(d);
+  wl_segment_close(m1);
+  wl_segment_close(m2);
+  unlink(base);
+  ASSERT_EQ(0, chdir(cwd));
+}
+
 int main(void) {
   RUN(test_create_then_attach);
   RUN(test_across_a_fork);
   RUN(test_bad_files);
   RUN(test_owner_and_permissions);
+  RUN(test_foreign_file_never_written);
+  RUN(test_hard_link_refused);
+  RUN(test_made_under_a_temporary_name);
   return 0;
 }

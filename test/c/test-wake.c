@@ -3,8 +3,13 @@
  * its grant in the mailbox. */
 #define _GNU_SOURCE
 
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,8 +118,149 @@ static void test_local_agents_have_none(void) {
   tagent_close(&a);
 }
 
+/* The numbers the core draws, as the test chooses them (this definition
+ * takes the C library's place in the test's binary); the kernel's when the
+ * test has chosen none. */
+static const uint64_t *scripted;
+static size_t nscripted;
+
+ssize_t getrandom(void *buf, size_t len, unsigned flags) {
+  if (nscripted > 0 && len == sizeof(uint64_t)) {
+    memcpy(buf, scripted++, len);
+    nscripted--;
+    return (ssize_t)len;
+  }
+  return syscall(SYS_getrandom, buf, len, flags);
+}
+
+/* The path of the FIFO of an agent whose record holds `wake`. */
+static void fifo_of(char *buf, size_t len, uint64_t wake) {
+  snprintf(buf, len, "%s.%016llx", path, (unsigned long long)wake);
+}
+
+/* An agent's FIFO is named by the number in its record, drawn at random:
+ * the next agent at the same record has an unrelated name, so no other user
+ * can make a file at it first. The FIFO is writable (only) by those the
+ * file admits, whatever the umask. */
+static void test_names_and_modes(void) {
+  static const unsigned modes[][2] = {
+      {0600, 0600}, {0660, 0620}, {0666, 0622}, {0606, 0602}};
+  wl_manager_t *m;
+  wl_agent_t a;
+  char fifo[256], err[512];
+  struct stat st;
+  wl_off_t off;
+  uint64_t first;
+  size_t i;
+  mode_t umask_was = umask(0077);
+
+  tshm_path(path, sizeof(path), "wake-names");
+  for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+    ASSERT_EQ(0, wl_segment_open(path, SIZE, modes[i][0], &m, err,
+                                 sizeof(err)));
+    ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
+    first = WL__REC(m, a.off, wl__agent_t)->wake;
+    ASSERT(first != 0 && first == a.wake);
+    fifo_of(fifo, sizeof(fifo), first);
+    ASSERT_EQ(0, lstat(fifo, &st));
+    ASSERT(S_ISFIFO(st.st_mode));
+    ASSERT_EQ(modes[i][1], st.st_mode & 0777);
+    off = a.off;
+    wl_agent_close(&a);
+    ASSERT_EQ(-1, lstat(fifo, &st));
+    ASSERT_EQ(0, wl_agent_init(m, &a, ID("b"), tignore_notify));
+    ASSERT_EQ(off, a.off);
+    ASSERT(a.wake != first && a.wake != first + 1 && a.wake != 0);
+    wl_agent_close(&a);
+    wl_segment_close(m);
+    tshm_remove(path);
+  }
+  umask(umask_was);
+}
+
+/* FIFOs beside the file that no process reads (left by agents that died
+ * where no sweep could remove them) are removed by the next process that
+ * opens the scope; one that is read, another user's, or anything but a
+ * FIFO of this scope's pattern is left alone. */
+static void test_orphans_removed(void) {
+  char dead[256], read_one[256], others[256], plain[256], odd[256];
+  wl_manager_t *m;
+  struct stat st;
+  int fd;
+
+  tshm_path(path, sizeof(path), "wake-orphans");
+  wl_segment_close(tsegment_open(path, SIZE));
+  fifo_of(dead, sizeof(dead), 0x1234);
+  fifo_of(read_one, sizeof(read_one), 0x5678);
+  fifo_of(others, sizeof(others), 0x9abc);
+  fifo_of(plain, sizeof(plain), 0xdef0);
+  snprintf(odd, sizeof(odd), "%s.%s", path, "123");
+  ASSERT_EQ(0, mkfifo(dead, 0600));
+  ASSERT_EQ(0, mkfifo(read_one, 0600));
+  ASSERT_EQ(0, mkfifo(odd, 0600));
+  fd = open(read_one, O_RDWR | O_NONBLOCK);
+  ASSERT(fd >= 0);
+  close(open(plain, O_WRONLY | O_CREAT | O_EXCL, 0600));
+  if (geteuid() == 0) {
+    ASSERT_EQ(0, mkfifo(others, 0600));
+    ASSERT_EQ(0, chown(others, 12345, 12345));
+  }
+  m = tsegment_open(path, SIZE);
+  ASSERT(lstat(dead, &st) == -1 && errno == ENOENT);
+  ASSERT_EQ(0, lstat(read_one, &st));
+  ASSERT_EQ(0, lstat(plain, &st));
+  ASSERT_EQ(0, lstat(odd, &st));
+  if (geteuid() == 0)
+    ASSERT_EQ(0, lstat(others, &st));
+  wl_segment_close(m);
+  close(fd);
+  unlink(read_one);
+  unlink(others);
+  unlink(plain);
+  unlink(odd);
+  tshm_remove(path);
+}
+
+/* A name that is taken (by another user's file, say, in a sticky directory
+ * where this user could not remove it) is drawn again, and that file is
+ * left as it was; so is a zero drawn (no FIFO has it). */
+static void test_taken_name_drawn_again(void) {
+  static const uint64_t draws[] = {0x1111, 0, 0x2222};
+  wl_manager_t *m;
+  wl_agent_t a;
+  char taken[256];
+  struct stat st;
+  int fd;
+
+  tshm_path(path, sizeof(path), "wake-taken");
+  m = tsegment_open(path, SIZE);
+  fifo_of(taken, sizeof(taken), 0x1111);
+  fd = open(taken, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  ASSERT(fd >= 0);
+  ASSERT_EQ(4, write(fd, "mine", 4));
+  close(fd);
+  if (geteuid() == 0)
+    ASSERT_EQ(0, chown(taken, 12345, 12345));
+  scripted = draws;
+  nscripted = 3;
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(0, (long long)nscripted);
+  ASSERT_EQ(0x2222, (long long)a.wake);
+  ASSERT_EQ(0x2222, (long long)WL__REC(m, a.off, wl__agent_t)->wake);
+  ASSERT_EQ(0, lstat(taken, &st));
+  ASSERT(S_ISREG(st.st_mode) && st.st_size == 4);
+  wl_agent_close(&a);
+  ASSERT_EQ(0, lstat(taken, &st));
+  wl_segment_close(m);
+  unlink(taken);
+  tshm_remove(path);
+}
+
 int main(void) {
   RUN(test_release_wakes_another_process);
+  RUN(test_taken_name_drawn_again);
+  RUN(test_names_and_modes);
+  RUN(test_orphans_removed);
   RUN(test_local_agents_have_none);
   return 0;
 }
