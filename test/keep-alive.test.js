@@ -595,6 +595,41 @@ describe('keeping threads alive: copies of the package', function () {
     assertEnded(r, 'true\ntrue\ntrue\nexit', 'the process had to be killed: a second agent of the scope kept it alive');
   });
 
+  (scopes ? it : it.skip)('jest with resetModules: every test file of a worker, each in its own realm, opens a scope as the one agent of the thread', async function () {
+    this.timeout(120000);
+    let jest;
+    try {
+      jest = path.join(path.dirname(require.resolve('jest/package.json')), 'bin', 'jest.js');
+    } catch {
+      this.skip(); // jest is a development dependency
+    }
+    const project = fs.mkdtempSync(path.join(dir, 'jest-'));
+    const out = path.join(project, 'out');
+    fs.mkdirSync(path.join(project, 't'));
+    for (const file of ['one', 'two']) {
+      fs.writeFileSync(path.join(project, 't', `${file}.test.js`), `
+        const { openLockManager, LockManager } = require(process.env.PKG);
+        test('${file}', async () => {
+          const manager = await openLockManager(process.env.SCOPE, { dir: process.env.DIR });
+          expect(manager).toBeInstanceOf(LockManager);
+          manager.request('${file}', () => new Promise(() => {})); // leaked
+          const { held } = await manager.query();
+          require('node:fs').appendFileSync(process.env.OUT, JSON.stringify(held.map((h) => h.clientId)) + '\\n');
+        });
+      `);
+    }
+    const config = { rootDir: project, roots: ['<rootDir>/t'], transform: {}, resetModules: true, watchman: false, cacheDirectory: path.join(project, 'cache') };
+    const r = await new Promise((resolve) => {
+      execFile(process.execPath, [jest, '--config', JSON.stringify(config), '--runInBand', '--ci'], {
+        cwd: project, timeout: 100000, env: Object.assign({}, process.env, { PKG, SCOPE: scopeName('ka-jest'), DIR: dir, OUT: out }),
+      }, (error, stdout, stderr) => resolve({ error, stderr }));
+    });
+    assert.equal(r.error, null, r.stderr);
+    const seen = fs.readFileSync(out, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    assert.deepEqual(seen.map((ids) => ids.length), [1, 2]);
+    assert.equal(new Set(seen.flat()).size, 1, `two agents: ${JSON.stringify(seen)}`);
+  });
+
   (scopes ? it : it.skip)('closing a scope through one copy closes it for the other; opening it again through either gives one new agent', async function () {
     const r = await runNode(`
       ${FRESH}
