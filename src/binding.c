@@ -597,7 +597,6 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
       (req = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
   removed = wl_abort(req);
-  wlb__changed(t);
   if (removed < 0)
     return wlb__throw_code(env, removed);
   if (removed)

@@ -515,6 +515,59 @@ describe('keeping threads alive: another agent in the way', function () {
     }
   });
 
+  it('a thread found waiting on another agent is asked again when its own request gives up: waiting on itself alone, it ends', async function () {
+    needsStuckCheck(this);
+    // Nothing else happens on the thread after the first answer but the
+    // abort of its request on 'theirs' (a busy worker holds that lock).
+    const r = await runNode(`
+      const { Worker } = require('node:worker_threads');
+      const { locks } = require(process.env.PKG);
+      locks.request('mine', () => new Promise(() => {}));
+      locks.request('mine', () => console.log('mine granted'));
+      const w = new Worker(
+        "const { locks } = require(process.env.PKG);" +
+        "const { parentPort } = require('node:worker_threads');" +
+        "setInterval(() => {}, 1000);" +
+        "locks.request('theirs', () => { parentPort.postMessage('held'); return new Promise(() => {}); });",
+        { eval: true });
+      w.once('message', () => {
+        w.unref();
+        locks.request('theirs', { signal: AbortSignal.timeout(300) }, () => console.log('theirs granted'))
+          .catch((e) => console.log(e.name));
+        process.on('exit', () => console.log('exit'));
+      });
+    `);
+    assertEnded(r, 'TimeoutError\nexit');
+  });
+
+  it('a thread found waiting on itself alone is asked again when it releases: with another agent in the way now, it stays until granted', async function () {
+    needsStuckCheck(this);
+    // Its exclusive request waits for its own shared lock and a worker's;
+    // a timer of its own then releases its lock, which grants nothing: the
+    // worker's lock is in the way until the worker releases it, later.
+    const r = await runNode(`
+      const { Worker } = require('node:worker_threads');
+      const { locks } = require(process.env.PKG);
+      const w = new Worker(
+        "const { locks } = require(process.env.PKG);" +
+        "const { parentPort } = require('node:worker_threads');" +
+        "locks.request('s', { mode: 'shared' }, () => { parentPort.postMessage('held'); return new Promise((r) => parentPort.once('message', () => setTimeout(r, 200))); });",
+        { eval: true });
+      w.once('message', () => {
+        let release;
+        locks.request('s', { mode: 'shared' }, () => new Promise((r) => { release = r; }));
+        locks.request('s', () => console.log('granted'));
+        w.unref();
+        setTimeout(() => {
+          release(); // the thread's only remaining work is the request
+          w.postMessage('go'); // the worker releases 200 ms later
+        }, 200);
+        process.on('exit', () => console.log('exit'));
+      });
+    `);
+    assertEnded(r, 'granted\nexit');
+  });
+
   it('an exclusive request behind its own shared lock lets the thread go at once, though another agent\'s request is in the way too and gives up later', async function () {
     needsStuckCheck(this);
     // Whatever the other agent does, this thread's own shared lock stays in
