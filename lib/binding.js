@@ -7,7 +7,7 @@
 const fs = require('fs')
 const path = require('path')
 const { randomUUID } = require('crypto')
-const { SafeBigInt, SafeWeakSet } = require('./intrinsics.js')
+const { SafeBigInt, SafeMap, SafeWeakSet } = require('./intrinsics.js')
 const { unsupported } = require('./platform.js')
 const { IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI, EV_GRANTED } = require('./events.js')
 
@@ -20,8 +20,11 @@ const binding = loadBinding(path.join(__dirname, '..'))
 // dispatches (IO_ID, IO_EVENTS), with a grant's fencing token in two halves
 // (IO_TOKEN_LO, IO_TOKEN_HI); the backends file requests in the table
 // (manager-process.js). Without a prototype, no index setter of
-// Array.prototype can intercept a store. And what the polyfills of every
-// copy installed (lib/install.js).
+// Array.prototype can intercept a store. What the polyfills of every copy
+// installed (lib/install.js). And the thread's agents of machine-wide
+// managers: their backends by file (index.js's openLockManager), so that
+// every copy of lib/ on the thread opens a scope as one agent, and whether
+// the thread is leaving them as its process exits.
 if (!Object.hasOwn(binding, 'requests')) setUp()
 
 module.exports = binding
@@ -86,4 +89,5 @@ function setUp () {
   Object.defineProperty(binding, 'io', { value: io })
   Object.defineProperty(binding, 'requests', { value: table })
   Object.defineProperty(binding, 'polyfilled', { value: new SafeWeakSet() })
+  Object.defineProperty(binding, 'scopes', { value: { open: new SafeMap(), exiting: false } })
 }

@@ -14,7 +14,7 @@ const {
   ReflectApply, getter, SafePromise, nativeThen, PromisePrototypeThen, PromiseResolve, PromiseReject,
   SafeSet, SetPrototypeAdd, SetPrototypeDelete, SetPrototypeForEach, SetPrototypeGetSize,
   SafeWeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet, WeakMapPrototypeDelete,
-  SafeMap, MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
+  MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
   SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener, queueMicrotask
 } = require('./intrinsics.js')
 const { processBackend } = require('./manager-process.js')
@@ -261,7 +261,7 @@ class LockRequest {
     this.held = false
     const { signal } = this.options
     if (signal !== undefined) unwatch(signal, this)
-    if (exiting) return
+    if (binding.scopes.exiting) return
     this.settle(false, error === undefined ? closedError() : error, FAILED)
   }
 }
@@ -520,17 +520,19 @@ class LockManager {
         throw domException("Failed to execute 'close' on 'LockManager': The process-wide lock manager cannot be closed.", 'NotSupportedError')
       }
       if (backend.closed) return PromiseResolve()
-      if (backend.file !== undefined) MapPrototypeDelete(openManagers, backend.file)
-      return PromiseResolve(backend.close())
+      return PromiseResolve(closeHost(backend))
     } catch (error) {
       return PromiseReject(error)
     }
   }
 }
 
-// This thread's open machine-wide managers, by file: opening a scope again
-// gives the same manager until it is closed.
-const openManagers = new SafeMap()
+// This thread's open machine-wide managers: their backends by file, shared
+// by every copy of lib/ on the thread (binding.js), so that opening a scope
+// again gives the same agent until it is closed (through any copy); and
+// this copy's LockManager of each, so that it gives the same object.
+const openScopes = binding.scopes.open
+const managers = new SafeWeakMap()
 
 // process.exit() skips the binding's cleanup hooks on the main thread: leave
 // every manager then, so that the other processes need not wait to notice
@@ -539,11 +541,15 @@ const openManagers = new SafeMap()
 // promise is when a process ends: a rejection would only be reported as
 // unhandled, and fail the exit.
 let closeOnExit = false
-let exiting = false
+
+function closeHost (backend) {
+  if (MapPrototypeGet(openScopes, backend.file) === backend) MapPrototypeDelete(openScopes, backend.file)
+  return backend.close()
+}
 
 function closeAll () {
-  exiting = true
-  MapPrototypeForEach(openManagers, (manager) => { manager.close() })
+  binding.scopes.exiting = true
+  MapPrototypeForEach(openScopes, closeHost)
 }
 
 // openLockManager(scope, [options]): this thread's agent of the lock
@@ -560,14 +566,19 @@ function openLockManager (scope, options) {
       return PromisePrototypeThen(openPostgres(target), (backend) => new LockManager(kToken, backend))
     }
     const target = hostTarget(scope, options)
-    let manager = MapPrototypeGet(openManagers, target.file)
+    let backend = MapPrototypeGet(openScopes, target.file)
+    if (backend === undefined) {
+      backend = openHost(binding, target)
+      MapPrototypeSet(openScopes, target.file, backend)
+    }
+    if (!closeOnExit) {
+      process.once('exit', closeAll)
+      closeOnExit = true
+    }
+    let manager = WeakMapPrototypeGet(managers, backend)
     if (manager === undefined) {
-      manager = new LockManager(kToken, openHost(binding, target))
-      MapPrototypeSet(openManagers, target.file, manager)
-      if (!closeOnExit) {
-        process.once('exit', closeAll)
-        closeOnExit = true
-      }
+      manager = new LockManager(kToken, backend)
+      WeakMapPrototypeSet(managers, backend, manager)
     }
     return PromiseResolve(manager)
   } catch (error) {

@@ -90,22 +90,22 @@ wl_request_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id) {
   return (uintptr_t)req->data & 1 ? NULL : req;
 }
 
+/* Something on this thread changed what its agents hold or wait for: its
+ * waiting requests keep the loop alive again, until they are next found to
+ * wait on the thread alone (wlb__on_quiet). */
+static void wlb__changed(wlb_thread_t *t) {
+  if (t->waits == WLB_ON_SELF)
+    uv_ref((uv_handle_t *)&t->async);
+  t->waits = WLB_UNASKED;
+}
+
 static void wlb__unwait(wlb_thread_t *t, wl_request_t *req) {
   if (!((uintptr_t)req->data & WLB_WAITING))
     return;
   req->data = (void *)((uintptr_t)req->data & ~(uintptr_t)WLB_WAITING);
-  if (--t->waiting == 0) {
-    t->stuck = 0;
+  wlb__changed(t);
+  if (--t->waiting == 0)
     uv_unref((uv_handle_t *)&t->async);
-  }
-}
-
-/* Something on this thread changed what its agents hold or wait for: its
- * waiting requests keep the loop alive again, until the loop next has
- * nothing else to do (wlb__on_prepare). */
-static void wlb__unstick(wlb_thread_t *t) {
-  t->stuck = 0;
-  uv_ref((uv_handle_t *)&t->async);
 }
 
 /* The core no longer references req: give its slot back. */
@@ -229,8 +229,7 @@ void wlb__drain(wlb_thread_t *t) {
   napi_value fn;
   uint32_t i;
 
-  if (t->stuck)
-    wlb__unstick(t);
+  wlb__changed(t);
   if (napi_open_handle_scope(t->env, &scope) != napi_ok)
     return;
   if (napi_get_reference_value(t->env, t->dispatch, &fn) == napi_ok &&
@@ -248,8 +247,8 @@ static void wlb__on_async(uv_async_t *async) {
   wlb__drain(wlb__container_of(async, wlb_thread_t, async));
 }
 
-/* Whether every waiting request of the thread's agents waits behind a lock
- * of its own agent (and one does). */
+/* Whether only this thread can end the wait of its agents' waiting requests
+ * (and one waits): each agent's answer (wl_agent_waits). */
 static int wlb__stuck(wlb_thread_t *t) {
   int waits = wl_agent_waits(&t->agent), stuck = waits == WL_WAITS_ON_SELF;
   uint32_t i;
@@ -268,44 +267,48 @@ static int wlb__stuck(wlb_thread_t *t) {
   return stuck;
 }
 
-/* Waiting requests keep the loop alive, except when nothing else does and
- * only this thread could end their wait: each is behind a lock its own agent
- * holds, which only this thread's code (which nothing will run) or another
- * agent's steal (which is delivered here, and ends this state) can release.
- * Then the thread ends as one that awaits a promise nothing will settle
- * does, instead of hanging forever (a test that deadlocks on a lock it
- * leaked). Another thread or process holding the lock keeps it waiting.
+/* Waiting requests keep the loop alive, except when only this thread could
+ * end their wait: each has in its way a lock of its own agent that conflicts
+ * with it, or a request of its own agent ahead of it that waits so. Only
+ * this thread's code (which nothing will run when nothing else keeps the
+ * loop alive) or another agent's steal (which is delivered here, and ends
+ * this state) can then grant any of them. The thread then ends, once
+ * nothing else keeps its loop alive, as one that awaits a promise nothing
+ * will settle does, instead of hanging forever (a test that deadlocks on a
+ * lock it leaked). A request with only other agents in its way (holders, or
+ * requests ahead: other threads, other processes, and another copy of this
+ * package in this thread, whose agents are other agents) keeps it alive:
+ * they may release, abort, time out, end or steal.
  *
- * Whether the loop has nothing else to do is seen before each wait for
- * events; whether the thread is stuck is asked (under the manager's mutex)
- * once the loop has had nothing else to do for WLB_QUIET_MS, so that a
- * thread that waits for others' locks again and again (a hand-off) does not
- * take the mutex once more for each wait. */
+ * The answer changes only through what this thread does or is delivered
+ * (wl_agent_waits), each of which makes it unasked (wlb__changed). It is
+ * asked, under the managers' mutexes, WLB_QUIET_MS after the loop first
+ * waits with it unasked, whatever else keeps the loop alive: so at most once
+ * per WLB_QUIET_MS while events come (a thread handed locks again and again
+ * takes no mutex more for each wait), and not again while none do. The
+ * async handle unreferenced still wakes the thread, and other handles of
+ * the loop (another copy of the package's among them) keep it alive as they
+ * would without us. */
 #define WLB_QUIET_MS 20
-
-static int wlb__idle_but_us(wlb_thread_t *t) {
-  int alive;
-
-  uv_unref((uv_handle_t *)&t->async);
-  alive = uv_loop_alive(t->loop);
-  uv_ref((uv_handle_t *)&t->async);
-  return !alive;
-}
 
 static void wlb__on_quiet(uv_timer_t *quiet) {
   wlb_thread_t *t = wlb__container_of(quiet, wlb_thread_t, quiet);
 
-  if (t->waiting == 0 || t->stuck || !wlb__idle_but_us(t) || !wlb__stuck(t))
+  if (t->waiting == 0 || t->waits != WLB_UNASKED)
     return;
-  t->stuck = 1;
-  uv_unref((uv_handle_t *)&t->async);
+  if (wlb__stuck(t)) {
+    t->waits = WLB_ON_SELF;
+    uv_unref((uv_handle_t *)&t->async);
+  } else {
+    t->waits = WLB_ON_OTHERS;
+  }
 }
 
 static void wlb__on_prepare(uv_prepare_t *prepare) {
   wlb_thread_t *t = wlb__container_of(prepare, wlb_thread_t, prepare);
 
-  if (t->waiting == 0 || t->stuck || uv_is_active((uv_handle_t *)&t->quiet) ||
-      !wlb__idle_but_us(t))
+  if (t->waiting == 0 || t->waits != WLB_UNASKED ||
+      uv_is_active((uv_handle_t *)&t->quiet))
     return;
   uv_timer_start(&t->quiet, wlb__on_quiet, WLB_QUIET_MS, 0);
 }
@@ -431,8 +434,9 @@ static int wlb__make_io(napi_env env, wlb_thread_t *t) {
 
 /* setup(dispatch, clientId, stuckCheck) -> the thread's io array: called
  * once per thread by lib/. stuckCheck: whether a thread whose waiting
- * requests are all behind its own locks may end (wlb__on_prepare), which
- * needs uv_loop_alive (Bun aborts the process on it). */
+ * requests only it can grant may end (wlb__on_quiet): off under Bun, which
+ * implements only part of libuv and aborts the process on the rest, and
+ * where it is untried. */
 static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   napi_value argv[3], io;
   wlb_thread_t *t;
@@ -519,8 +523,9 @@ static int wlb__make(wlb_thread_t *t, wl_agent_t *agent, const char16_t *name,
     return rc;
   }
   req->data = (void *)((uintptr_t)req->data | WLB_WAITING);
-  if (t->waiting++ == 0 || t->stuck)
-    wlb__unstick(t);
+  wlb__changed(t);
+  if (t->waiting++ == 0)
+    uv_ref((uv_handle_t *)&t->async);
   t->io[WLB_IO_RESULT] = wlb__id(req) * 2 + (rc == WL_GRANTED_AT_ONCE);
   return 0;
 }
@@ -573,8 +578,7 @@ static napi_value wlb_release(napi_env env, napi_callback_info info) {
       (req = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
   held = wl_release(req);
-  if (t->stuck)
-    wlb__unstick(t);
+  wlb__changed(t);
   if (held < 0)
     return wlb__throw_code(env, held);
   wlb__free(t, req);
@@ -593,8 +597,6 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
       (req = wlb__req_arg(env, t, argv[0])) == NULL)
     return NULL;
   removed = wl_abort(req);
-  if (t->stuck)
-    wlb__unstick(t);
   if (removed < 0)
     return wlb__throw_code(env, removed);
   if (removed)
@@ -616,7 +618,8 @@ static napi_value wlb_has_ref(napi_env env, napi_callback_info info) {
   wlb_thread_t *t;
 
   WLB_CALL(env, napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&t));
-  WLB_CALL(env, napi_get_boolean(env, t->waiting > 0 && !t->stuck, &result));
+  WLB_CALL(env, napi_get_boolean(env, t->waiting > 0 && t->waits != WLB_ON_SELF,
+                                   &result));
   return result;
 }
 

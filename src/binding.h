@@ -52,6 +52,9 @@ enum {
  * thread may use: an id << 2 fits a handle's data, id * 2 + 1 a uint32. */
 #define WLB_CHUNK 256
 #define WLB_MAX_IDS ((uint32_t)1 << 29)
+/* What a thread's waiting requests were found to wait for, since anything
+ * last changed on the thread (wlb_thread_t.waits). */
+enum { WLB_UNASKED, WLB_ON_SELF, WLB_ON_OTHERS };
 /* In a used slot's data: the request is not yet granted. */
 #define WLB_WAITING 2
 /* An event of the binding's own, beside the core's WL_EV_*: the request's
@@ -104,11 +107,10 @@ struct wlb_thread_s {
   uint32_t nchunks;
   uint32_t cap;       /* of chunks */
   uint32_t free_head; /* id + 1 of the first free slot, 0 if none */
-  /* Requests not yet granted: they keep the loop alive, unless `stuck`:
-   * the loop had nothing else to do, and every one of them waits behind a
-   * lock of its own agent (see wlb__on_prepare). */
+  /* Requests not yet granted: they keep the loop alive, unless `waits` is
+   * WLB_ON_SELF: only this thread can end their wait (see wlb__on_quiet). */
   size_t waiting;
-  unsigned char stuck;
+  unsigned char waits;
 };
 
 /* binding.c, for the other files. */

@@ -589,27 +589,60 @@ static int wl__abort(wl_request_t *req) {
   return wl__done(m, removed);
 }
 
-/* Whether the agent holds a lock on name n: a walk of its held locks. */
-static int wl__holds(wl_manager_t *m, wl_off_t a, wl_off_t n) {
+/* The strongest mode in which the agent holds name n (WL__NONE if it holds
+ * none): a walk of its held locks. */
+#define WL__NONE 2u
+static unsigned wl__held_mode(wl_manager_t *m, wl_off_t a, wl_off_t n) {
   wl_off_t head = AT(a, wl__agent_t, held), h;
   uint64_t steps = WL__STEPS(m);
+  unsigned mode = WL__NONE;
 
   for (h = WL__LINK(m, head)->next; h != head && wl__step(m, &steps);
        h = WL__LINK(m, h)->next) {
-    if (REQ(m, REQ_OF(h, alink))->name == n)
+    const wl__req_t *req = REQ(m, REQ_OF(h, alink));
+    if (req->name != n)
+      continue;
+    if (req->mode != WL_SHARED)
+      return WL_EXCLUSIVE;
+    mode = WL_SHARED;
+  }
+  return mode;
+}
+
+/* Whether a request of agent a is ahead of queued request r in its name's
+ * queue: a walk back from r, to the nearest such request or the queue's
+ * head. */
+static int wl__own_ahead(wl_manager_t *m, wl_off_t a, wl_off_t r) {
+  wl_off_t head = AT(REQ(m, r)->name, wl__name_t, queue), q;
+  uint64_t steps = WL__STEPS(m);
+
+  for (q = WL__LINK(m, AT(r, wl__req_t, qlink))->prev;
+       q != head && wl__step(m, &steps); q = WL__LINK(m, q)->prev) {
+    if (REQ(m, REQ_OF(q, qlink))->agent == a)
       return 1;
   }
   return 0;
 }
 
-/* What the agent's waiting requests wait for (wl_agent_waits): one walk of
- * its queued requests, each name looked for among its held locks (once for
- * a run of requests on one name), stopping at the first that waits for
- * others. */
+/* What the agent's waiting requests wait for (wl_agent_waits). A queued
+ * request waits on its agent alone when something of that agent is in its
+ * way that no other agent can remove: a lock the agent holds on the name in
+ * a mode that conflicts with the request's (only the agent's release, or a
+ * steal, which mails it, ends it), or a request of the agent ahead of it in
+ * the queue that waits on its agent alone (it stays ahead). Any request of
+ * the agent ahead will do here: the walk meets it too, and answers
+ * WL_WAITS_ON_OTHERS unless it waits on its agent alone. Otherwise, only
+ * other agents are in its way (holders, or requests ahead): once they have
+ * gone, the request is first in its queue with only compatible locks of its
+ * own agent held, so it is granted, which mails the agent. So the answer
+ * changes only through what the agent does or is mailed. One walk of the
+ * agent's queued requests, stopping at the first that waits on others; its
+ * held locks walked once for a run of requests on one name. */
 static int wl__agent_waits(wl_agent_t *agent) {
   wl_manager_t *m = agent->m;
   wl_off_t a = agent->off, head = AT(a, wl__agent_t, queued), q, last = 0;
   uint64_t steps = WL__STEPS(m);
+  unsigned held = WL__NONE;
   int waits = WL_WAITS_NOTHING, rc;
 
   if ((rc = wl__lock(m)) != 0)
@@ -619,12 +652,18 @@ static int wl__agent_waits(wl_agent_t *agent) {
     return wl__done(m, WL_WAITS_ON_OTHERS);
   for (q = WL__LINK(m, head)->next; q != head && wl__step(m, &steps);
        q = WL__LINK(m, q)->next) {
-    wl_off_t n = REQ(m, REQ_OF(q, alink))->name;
-    if (n != last && !wl__holds(m, a, n)) {
+    wl_off_t r = REQ_OF(q, alink);
+    const wl__req_t *req = REQ(m, r);
+    int conflicts;
+    if (req->name != last)
+      held = wl__held_mode(m, a, req->name);
+    last = req->name;
+    conflicts = held == WL_EXCLUSIVE ||
+                (held == WL_SHARED && req->mode != WL_SHARED);
+    if (!conflicts && !wl__own_ahead(m, a, r)) {
       waits = WL_WAITS_ON_OTHERS;
       break;
     }
-    last = n;
     waits = WL_WAITS_ON_SELF;
   }
   return wl__done(m, waits);

@@ -191,12 +191,15 @@ int wl_agent_status(const wl_agent_t *agent);
 /* What an agent's waiting requests wait for, so that its thread knows
  * whether waiting is worth keeping its event loop alive for (binding.c):
  * WL_WAITS_NOTHING (none is queued, no event is undelivered),
- * WL_WAITS_ON_SELF (every queued request is on a name on which the agent
- * itself holds a lock: none can be granted until the agent releases it, or
- * another agent's steal, which it is told of, takes it), WL_WAITS_ON_OTHERS
- * (some request may be granted by what other agents do, or an event is
- * undelivered), or an error code. O(the agent's queued requests times its
- * held locks) at most, and only for a thread about to wait. */
+ * WL_WAITS_ON_SELF (every queued request has in its way a lock the agent
+ * holds in a conflicting mode, or a request of the agent ahead of it: none
+ * can be granted until the agent releases, or another agent's steal, which
+ * it is told of, takes its lock), WL_WAITS_ON_OTHERS (some request has only
+ * other agents' locks and requests in its way, which they may release,
+ * abort, or lose by ending: it is then granted, and the agent told; or an
+ * event is undelivered), or an error code. Only what the agent does or is
+ * told changes the answer. O(the agent's queued requests times its held
+ * locks, plus the length of the queues they are in) at most. */
 enum { WL_WAITS_NOTHING = 0, WL_WAITS_ON_SELF = 1, WL_WAITS_ON_OTHERS = 2 };
 int wl_agent_waits(wl_agent_t *agent);
 
