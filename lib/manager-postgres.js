@@ -92,16 +92,30 @@ function schemaKey (schema) {
 
 // The connection settings of openLockManager's `postgres` option: a
 // connection string, pg's config object, or a pg.Pool (then the calls go
-// through it and the session and watcher use its settings).
+// through it and the session and watcher use its settings). A pg.Client is
+// one connection, which cannot be both the session and the watcher.
 function toConnection (value) {
   if (typeof value === 'string') return { config: { connectionString: value }, pool: null }
   if (value !== null && typeof value === 'object') {
     if (typeof value.query === 'function' && typeof value.connect === 'function') {
-      return { config: { ...value.options }, pool: value }
+      if (value.options === null || typeof value.options !== 'object') {
+        throw new SafeTypeError(fail('the postgres option is a pg.Client, one connection: give its config object, or a pg.Pool.'))
+      }
+      return { config: settingsOf(value.options), pool: value }
     }
-    return { config: { ...value }, pool: null }
+    return { config: settingsOf(value), pool: null }
   }
   throw new SafeTypeError(fail('the postgres option must be a connection string, a pg config object or a pg.Pool.'))
+}
+
+// A copy of connection settings with every property of their own, those
+// that are not enumerable too: pg-pool keeps the password (a string, or a
+// function that gives one) out of its options' enumerable properties, which
+// a spread would drop. (pg hides it again in each client it makes.)
+function settingsOf (options) {
+  const config = {}
+  for (const key of Object.getOwnPropertyNames(options)) config[key] = options[key]
+  return config
 }
 
 function toKeepalive (value = DEFAULT_KEEPALIVE_MS) {
