@@ -9,7 +9,10 @@
 //   lock that PostgreSQL releases when the session ends, however it ends),
 //   and the calls, unless the user gave a pool for them;
 // - its watcher, which waits for the life lock of the next agent of the
-//   scope (a ring), so that a death is seen at once and swept.
+//   scope (a ring), so that a death is seen at once and swept. Any role may
+//   hold or queue for that lock, and so keep it after the session ended:
+//   each wait looks first whether the agent's backend is still there (the
+//   pid, role and start its row recorded), which no role can borrow.
 // A lost session ends the agent: its requests reject with an AbortError and
 // its next request joins as a new agent. A session is lost when the server
 // ends it, or when a call or a keepalive gets no answer within `keepalive`
@@ -27,7 +30,7 @@ const DEFAULT_SCHEMA = 'web_locks'
 const DEFAULT_KEEPALIVE_MS = 10000
 const MIN_KEEPALIVE_MS = 300
 // The number of the last migration (postgres-migrations/).
-const LAYOUT = 2
+const LAYOUT = 3
 const IDENTIFIER_MAX = 63
 // The watcher waits in slices of this long: its statement holds a snapshot
 // while it waits, which holds back vacuum's horizon in the database: the
@@ -56,6 +59,11 @@ const INSUFFICIENT_PRIVILEGE = '42501'
 const UNDEFINED_SETTING = '42704'
 const LOCK_NOT_AVAILABLE = '55P03' // a lock wait past lock_timeout
 const PROTOCOL_VIOLATION = '08P01' // also PgBouncer's refusals
+// What a creation of the schema meets when another one was made at the same
+// moment (the second waits for the first's catalog rows, then fails), and a
+// deadlock with an older version's migration: look at the layout again.
+const MADE_MEANWHILE = new Set(['23505', '42P06', '42P07', '42710', '42723', '40P01'])
+const ENSURE_TRIES = 3
 const AGENT_GONE = 'WLGON'
 
 function fail (message) {
@@ -79,8 +87,8 @@ function quoteIdentifier (name) {
   return `"${name.replace(/"/g, '""')}"`
 }
 
-// The schema's advisory key: the first half of its agents' life locks, and
-// (with 0) of the lock that migrations take. FNV-1a of its UTF-8 bytes.
+// The schema's advisory key: the first half of its agents' life locks.
+// FNV-1a of its UTF-8 bytes.
 function schemaKey (schema) {
   let h = 0x811c9dc5
   for (const byte of Buffer.from(schema, 'utf8')) {
@@ -222,30 +230,44 @@ async function layoutOf (client, schema) {
   return meta.rows.length === 0 ? 0 : Number(meta.rows[0].value)
 }
 
-// Creates or migrates the schema, once, whoever else is starting: under a
-// session-level advisory lock (which join() waits for too), the layout is
-// read again in a new transaction (which sees what another one committed
-// meanwhile), and the SQL runs as one implicit transaction.
-async function migrate (client, target) {
-  await client.query('SELECT pg_catalog.pg_advisory_lock($1, 0)', [target.key])
-  try {
-    const layout = await layoutOf(client, target.schema)
-    if (layout >= LAYOUT) return layout
-    await client.query(schemaSQL(target.schema, layout))
+// Creates or migrates the schema from `layout` (what layoutOf() read), once,
+// whoever else is starting, under no lock that a role without rights on the
+// schema could take (an advisory lock, which any role can hold, would keep
+// every opener waiting). Made from nothing as one transaction: of two at
+// once, the second fails on a duplicate in the catalog, and ensureSchema()
+// looks again. Migrated in a transaction that locks the layout's row of
+// meta first (join() locks it too), which only roles that may update the
+// schema's tables can, and reads the layout there, in its newest version.
+async function migrate (client, target, layout) {
+  if (layout === 0) {
+    await client.query(schemaSQL(target.schema))
     return LAYOUT
-  } finally {
-    await client.query('SELECT pg_catalog.pg_advisory_unlock($1, 0)', [target.key])
+  }
+  await client.query('BEGIN')
+  try {
+    const { rows } = await client.query(`SELECT value FROM ${quoteIdentifier(target.schema)}.meta ` +
+      'WHERE key OPERATOR(pg_catalog.=) \'layout\' FOR UPDATE')
+    const now = rows.length === 0 ? 0 : Number(rows[0].value)
+    if (now < LAYOUT) await client.query(schemaSQL(target.schema, now))
+    await client.query('COMMIT')
+    return Math.max(now, LAYOUT)
+  } catch (error) {
+    await client.query('ROLLBACK').catch(ignore)
+    throw error
   }
 }
 
 async function ensureSchema (client, target) {
   let layout = 0
-  try {
-    layout = await layoutOf(client, target.schema)
-    if (layout < LAYOUT) layout = await migrate(client, target)
-  } catch (error) {
-    if (error.code === INSUFFICIENT_PRIVILEGE) throw await privilegeError(client, target.schema, layout, error)
-    throw error
+  for (let tries = 1; ; tries++) {
+    try {
+      layout = await layoutOf(client, target.schema)
+      if (layout < LAYOUT) layout = await migrate(client, target, layout)
+      break
+    } catch (error) {
+      if (error.code === INSUFFICIENT_PRIVILEGE) throw await privilegeError(client, target.schema, layout, error)
+      if (!MADE_MEANWHILE.has(error.code) || tries === ENSURE_TRIES) throw error
+    }
   }
   if (layout !== LAYOUT) {
     const error = new Error(`web-locks: the schema ${quoteIdentifier(target.schema)} has layout ${layout}; this version of web-locks uses layout ${LAYOUT}.`)
@@ -330,6 +352,9 @@ function statements (target) {
     abort: named('abort', `SELECT ${q}.remove($1, $2, false) AS removed`),
     leave: { text: `SELECT ${q}.leave($1)` },
     sweep: named('sweep', `SELECT ${q}.sweep($1, $2) AS ended`),
+    // The watcher's wait for agent $1's end, while it is the neighbour of
+    // agent $3 of scope $2.
+    wait: named('wait', `SELECT ${q}.ended($1) AS ended WHERE ${q}.neighbour($2, $3) ${op('=')} $1`),
     neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),
     snapshot: named('snapshot', `SELECT held, name, shared, client_id FROM ${q}.snapshot($1)`),
     cancel: named('cancel', 'SELECT pg_catalog.pg_cancel_backend($1)')
@@ -927,19 +952,16 @@ class PostgresBackend {
     return watcher
   }
 
-  // Waits one slice for the agent `next` to have no life lock, taking and
-  // dropping its shared side in one statement: true if it has none (it
-  // ended), false if the wait was cancelled or `next` is not the neighbour
-  // any more (look again), undefined if the slice ran out (wait again). An
-  // agent that joined meanwhile may have sent its 'r' before the wait began,
-  // and the cancel it caused found no statement to cancel: the statement's
-  // snapshot, taken when it starts, sees that join.
+  // Waits one slice for the agent `next` to end (ended() in
+  // postgres-schema.sql: its backend gone, or its life lock free): true if
+  // it ended, false if the wait was cancelled or `next` is not the
+  // neighbour any more (look again), undefined if the slice ran out (wait
+  // again). An agent that joined meanwhile may have sent its 'r' before the
+  // wait began, and the cancel it caused found no statement to cancel: the
+  // statement's snapshot, taken when it starts, sees that join.
   async waitFor (session, next) {
-    const { key, scope } = this.target
-    const q = quoteIdentifier(this.target.schema)
     session.watching = true
-    session.watched = session.watcher.query('SELECT pg_catalog.pg_advisory_lock_shared($1, $2), pg_catalog.pg_advisory_unlock_shared($1, $2) ' +
-      `WHERE ${q}.neighbour($3, $4) OPERATOR(pg_catalog.=) $2`, [key, next, scope, session.agent])
+    session.watched = session.watcher.query({ ...this.sql.wait, values: [next, this.target.scope, session.agent] })
     try {
       const { rows } = await session.watched
       return rows.length === 1
