@@ -236,19 +236,23 @@ async function layoutOf (client, schema) {
 // every opener waiting). Made from nothing as one transaction: of two at
 // once, the second fails on a duplicate in the catalog, and ensureSchema()
 // looks again. Migrated in a transaction that locks the layout's row of
-// meta first (join() locks it too), which only roles that may update the
-// schema's tables can, and reads the layout there, in its newest version.
+// meta first, which only roles that may update the schema's tables can,
+// and reads the layout there, in its newest version; then the agents
+// table, as join() does, so that no agent joins meanwhile.
 async function migrate (client, target, layout) {
   if (layout === 0) {
     await client.query(schemaSQL(target.schema))
     return LAYOUT
   }
+  const q = quoteIdentifier(target.schema)
   await client.query('BEGIN')
   try {
-    const { rows } = await client.query(`SELECT value FROM ${quoteIdentifier(target.schema)}.meta ` +
-      'WHERE key OPERATOR(pg_catalog.=) \'layout\' FOR UPDATE')
+    const { rows } = await client.query(`SELECT value FROM ${q}.meta WHERE key OPERATOR(pg_catalog.=) 'layout' FOR UPDATE`)
     const now = rows.length === 0 ? 0 : Number(rows[0].value)
-    if (now < LAYOUT) await client.query(schemaSQL(target.schema, now))
+    if (now < LAYOUT) {
+      await client.query(`LOCK TABLE ${q}.agents IN SHARE UPDATE EXCLUSIVE MODE`)
+      await client.query(schemaSQL(target.schema, now))
+    }
     await client.query('COMMIT')
     return Math.max(now, LAYOUT)
   } catch (error) {

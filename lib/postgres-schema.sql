@@ -6,7 +6,8 @@
 -- functions after them, in the same transaction. lib/manager-postgres.js
 -- runs it with @schema@ replaced by the quoted schema name and @key@ by the
 -- schema's advisory key (its own agents' life locks are (@key@, agent id)):
--- when it migrates a schema, with the layout's row of meta locked.
+-- when it migrates a schema, with the layout's row of meta and the agents
+-- table locked.
 --
 -- Another role may have made functions and operators in a schema of the
 -- caller's search_path (public, where any role may create on PostgreSQL
@@ -351,10 +352,12 @@ DECLARE
   new_id integer;
 BEGIN
   -- One join at a time, so that each sees the agents before it and tells
-  -- its watcher: the ring has no gap. The layout's row of meta, which only
-  -- roles that may update the schema's tables can lock (a migration holds
-  -- it: joins wait for one).
-  PERFORM FROM @schema@.meta WHERE key = 'layout' FOR UPDATE;
+  -- its watcher: the ring has no gap. A lock of the agents table, which
+  -- only roles that may update it can take (a migration takes it too: joins
+  -- wait for one). A mode that leave() and the requests do not conflict
+  -- with, and a table lock: a row lock would be written to the log, and
+  -- the commit would wait for its flush.
+  LOCK TABLE @schema@.agents IN SHARE UPDATE EXCLUSIVE MODE;
   -- Before the agent draws a token, after a crash.
   PERFORM @schema@.token_restart();
   LOOP

@@ -60,7 +60,8 @@ describe('openLockManager (PostgreSQL): the ring of watchers', function () {
     });
   });
   afterEach(async function () {
-    for (const undo of restore.splice(0)) undo();
+    // Last patch first: each one's original is the patch before it.
+    for (const undo of restore.splice(0).reverse()) undo();
     await terminateAll();
     for (const m of opened.splice(0)) await m.close();
   });

@@ -157,6 +157,56 @@ describe('openLockManager (PostgreSQL) beside a role that may only log in, and t
     assert.equal(left.rows[0].n, 0);
   });
 
+  it('agents of two roles of the scope, which cannot see the start of each other\'s sessions, judge each other by pid and role', async function () {
+    const schema = schemaOf('roles');
+    const key = schemaKey(schema);
+    const scope = scopeName('squat-roles');
+    await admin.query(api().postgresSchema(schema));
+    const urls = [];
+    for (const role of [`${ROLE}_a`, `${ROLE}_b`]) {
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${PASSWORD}'`);
+      await admin.query(`GRANT USAGE ON SCHEMA "${schema}" TO ${role}; ` +
+        `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "${schema}" TO ${role}; ` +
+        `GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA "${schema}" TO ${role};`);
+      const at = new URL(url);
+      at.username = role;
+      at.password = PASSWORD;
+      urls.push(at.href);
+    }
+    try {
+      const holder = await spawnProcessAgent({ scope, postgres: urls[0], schema });
+      const held = await holder.request('x');
+      await holder.granted(held);
+      const m = await within(openLockManager(scope, { postgres: urls[1], schema }), OPEN_MS, 'openLockManager as the second role');
+      opened.push(m);
+      const next = m.request('x', (lock) => lock.name);
+      await m.query();
+      // The second role's sweep (its join's) left the first's live agent.
+      assert.equal(only(await m.query(), 'x').held.length, 1);
+      const { rows } = await admin.query(`SELECT id FROM "${schema}".agents WHERE scope = $1 ORDER BY id LIMIT 1`, [scope]);
+      const s = await squatter();
+      const taken = s.query('SELECT pg_advisory_lock($1, $2)', [key, rows[0].id]);
+      await waitingForLock(s.processID);
+      const other = new pg.Client(urls[1]);
+      await other.connect();
+      try {
+        const seen = await other.query(`SELECT s.backend_start FROM "${schema}".agents a JOIN pg_stat_activity s USING (pid) WHERE a.id = $1`, [rows[0].id]);
+        assert.deepEqual(seen.rows, [{ backend_start: null }]);
+        assert.equal((await other.query(`SELECT "${schema}".sweep($1, 0) AS ended`, [scope])).rows[0].ended, 0);
+      } finally {
+        await other.end();
+      }
+      holder.child.kill('SIGKILL');
+      assert.equal(await within(next, GRANTED_MS, 'the grant after the first role\'s agent was killed'), 'x');
+      await taken;
+    } finally {
+      for (const m of opened.splice(0)) await m.close();
+      await terminateAll();
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      for (const role of [`${ROLE}_a`, `${ROLE}_b`]) await admin.query(`DROP ROLE IF EXISTS ${role}`);
+    }
+  });
+
   it('an agent that joined on layout 2 is judged by its backend from the migration on: killed, with the role on its key, it is swept', async function () {
     const schema = schemaOf('old');
     const key = schemaKey(schema);

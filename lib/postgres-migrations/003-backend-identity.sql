@@ -6,9 +6,9 @@
 -- of agents gets the identity of the backend that joined (its pid was
 -- there already) as pg_stat_activity shows it: its start, and its role.
 -- And the advisory lock (@key@, 0), which any role could hold and so keep
--- every join and migration waiting, is no longer taken: join() and the
--- migrations lock the layout's row of meta instead, which only roles that
--- may update the schema's tables can.
+-- every join and migration waiting, is no longer taken: join() locks the
+-- agents table instead, and the migrations the layout's row of meta and
+-- then that table, which only roles that may update them can.
 --
 -- join() runs on the agent's own session, so the columns' defaults are
 -- that session's: every row inserted from now on gets them, also by the
