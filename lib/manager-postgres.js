@@ -11,8 +11,9 @@
 // - its watcher, which waits for the life lock of the next agent of the
 //   scope (a ring), so that a death is seen at once and swept. Any role may
 //   hold or queue for that lock, and so keep it after the session ended:
-//   each wait looks first whether the agent's backend is still there (the
-//   pid, role and start its row recorded), which no role can borrow.
+//   once a second a wait looks first whether the agent's backend is still
+//   there (the pid, role and start its row recorded), which no role can
+//   borrow.
 // A lost session ends the agent: its requests reject with an AbortError and
 // its next request joins as a new agent. A session is lost when the server
 // ends it, or when a call or a keepalive gets no answer within `keepalive`
@@ -39,6 +40,12 @@ const IDENTIFIER_MAX = 63
 // checks again who the neighbour is: the safety net for a missed 'r'
 // notification.
 const WATCH_SLICE_MS = 250
+// Every how many slices the watcher also looks at the backend of the agent
+// it watches (the first slice of each neighbour's too): once a second. That
+// look reads pg_stat_activity, the state of every backend of the server
+// (some hundred µs of the server's time with hundreds of connections), and
+// only matters where another role took the agent's life lock.
+const BACKEND_LOOK_SLICES = 4
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20
 const CANCEL_WAIT_MS = 50
@@ -357,8 +364,8 @@ function statements (target) {
     leave: { text: `SELECT ${q}.leave($1)` },
     sweep: named('sweep', `SELECT ${q}.sweep($1, $2) AS ended`),
     // The watcher's wait for agent $1's end, while it is the neighbour of
-    // agent $3 of scope $2.
-    wait: named('wait', `SELECT ${q}.ended($1) AS ended WHERE ${q}.neighbour($2, $3) ${op('=')} $1`),
+    // agent $3 of scope $2; $4: whether to look at its backend too.
+    wait: named('wait', `SELECT ${q}.ended($1, $4) AS ended WHERE ${q}.neighbour($2, $3) ${op('=')} $1`),
     neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),
     snapshot: named('snapshot', `SELECT held, name, shared, client_id FROM ${q}.snapshot($1)`),
     cancel: named('cancel', 'SELECT pg_catalog.pg_cancel_backend($1)')
@@ -924,9 +931,10 @@ class PostgresBackend {
         }
         if (session.watcher === null) session.watcher = await this.watcherFor(session)
         let ended
+        let slices = 0
         do {
           if (session.lost) return
-          ended = await this.waitFor(session, next)
+          ended = await this.waitFor(session, next, slices++ % BACKEND_LOOK_SLICES === 0)
         } while (ended === undefined)
         if (ended && !session.lost) await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
       } catch (error) {
@@ -957,15 +965,15 @@ class PostgresBackend {
   }
 
   // Waits one slice for the agent `next` to end (ended() in
-  // postgres-schema.sql: its backend gone, or its life lock free): true if
-  // it ended, false if the wait was cancelled or `next` is not the
-  // neighbour any more (look again), undefined if the slice ran out (wait
-  // again). An agent that joined meanwhile may have sent its 'r' before the
-  // wait began, and the cancel it caused found no statement to cancel: the
-  // statement's snapshot, taken when it starts, sees that join.
-  async waitFor (session, next) {
+  // postgres-schema.sql: its life lock free, or, if `backend`, its backend
+  // gone): true if it ended, false if the wait was cancelled or `next` is
+  // not the neighbour any more (look again), undefined if the slice ran out
+  // (wait again). An agent that joined meanwhile may have sent its 'r'
+  // before the wait began, and the cancel it caused found no statement to
+  // cancel: the statement's snapshot, taken when it starts, sees that join.
+  async waitFor (session, next, backend) {
     session.watching = true
-    session.watched = session.watcher.query({ ...this.sql.wait, values: [next, this.target.scope, session.agent] })
+    session.watched = session.watcher.query({ ...this.sql.wait, values: [next, this.target.scope, session.agent, backend] })
     try {
       const { rows } = await session.watched
       return rows.length === 1

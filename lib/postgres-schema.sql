@@ -308,15 +308,15 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- The watcher's wait (lib/manager-postgres.js): true once agent p_agent's
--- session has ended. At once if its backend is gone; else once its life
--- lock is free, taken and dropped in shared mode, a wait that the caller's
--- lock_timeout bounds. Any role may hold or queue for that lock, and then
--- it is not freed when the session ends: the backend is looked at first,
--- so the next wait sees it gone.
-CREATE OR REPLACE FUNCTION @schema@.ended(p_agent integer) RETURNS boolean
+-- session has ended. At once if p_backend and its backend is gone; else
+-- once its life lock is free, taken and dropped in shared mode, a wait
+-- that the caller's lock_timeout bounds. Any role may hold or queue for
+-- that lock, and then it is not freed when the session ends: the backend,
+-- looked at first, is gone.
+CREATE OR REPLACE FUNCTION @schema@.ended(p_agent integer, p_backend boolean) RETURNS boolean
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-  IF @schema@.alive(p_agent) THEN
+  IF NOT p_backend OR @schema@.alive(p_agent) THEN
     PERFORM pg_catalog.pg_advisory_lock_shared(@key@, p_agent);
     PERFORM pg_catalog.pg_advisory_unlock_shared(@key@, p_agent);
   END IF;

@@ -23,7 +23,7 @@ const PASSWORD = 'squatter';
 // holds would last as long as the role wants.
 const OPEN_MS = 5000;
 // The waiters of a killed agent whose life lock the role took: seen dead by
-// the next wait of its watcher, a slice (250 ms) later, and swept.
+// its watcher's next look at its backend (once a second), and swept.
 const GRANTED_MS = 3000;
 
 describe('openLockManager (PostgreSQL) beside a role that may only log in, and takes advisory locks', function () {
