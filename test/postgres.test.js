@@ -223,6 +223,37 @@ describe('openLockManager (PostgreSQL)', function () {
       }
     });
 
+    it('tells a role that may use but not migrate a schema of layout 2 what its owner must run, and works once it ran it', async function () {
+      const { schemaSQL } = require('../lib/manager-postgres.js');
+      const role = `wl_user_${process.pid}`;
+      const schema = `wl_old_${process.pid}`;
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'user'`);
+      try {
+        await admin.query(schemaSQL(schema, 0, 2));
+        await admin.query(`GRANT USAGE ON SCHEMA "${schema}" TO ${role}; ` +
+          `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "${schema}" TO ${role}; ` +
+          `GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA "${schema}" TO ${role};`);
+        const as = new URL(url);
+        as.username = role;
+        as.password = 'user';
+        await assert.rejects(openLockManager('s', { postgres: as.href, schema }), (err) => {
+          assert.equal(err.code, 'EACCES');
+          assert.match(err.message, /has layout 2, which .* may not migrate to layout 3/);
+          assert.ok(err.message.includes(`postgresSchema(${JSON.stringify(schema)}, 2)`), err.message);
+          return true;
+        });
+        const meta = await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'layout'`);
+        assert.equal(meta.rows[0].value, '2');
+        await admin.query(api().postgresSchema(schema, 2));
+        const m = await open('s', { postgres: as.href, schema });
+        assert.equal(await m.request('x', (lock) => lock.mode), 'exclusive');
+        await m.close();
+      } finally {
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await admin.query(`DROP ROLE ${role}`);
+      }
+    });
+
     it('a close() that is the last thing a script does finishes before Node exits: the agent leaves', async function () {
       const scope = scopeName('last-close');
       const code = `const { openLockManager } = require(${JSON.stringify(PKG)});
