@@ -380,11 +380,11 @@ END $$;
 
 -- Ends the scope's agents whose sessions have ended (no one holds their life
 -- lock, or another role does: their backend is gone), but p_self, whose own
--- session would see its lock as free. Returns
--- how many. Agents being ended by another sweep are skipped. The names of
--- all the agents it ends are locked at once, in id order, as leave() locks
--- one agent's: locked agent by agent, two sweeps (or a sweep and a leave())
--- could each hold a name the other waits for.
+-- session would see its lock as free. Returns how many. Agents being ended
+-- by another sweep are skipped. The names of all the agents it ends are
+-- locked at once, in id order, as leave() locks one agent's: locked agent by
+-- agent, two sweeps (or a sweep and a leave()) could each hold a name the
+-- other waits for.
 CREATE OR REPLACE FUNCTION @schema@.sweep(p_scope text, p_self integer) RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
