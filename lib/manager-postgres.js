@@ -9,7 +9,11 @@
 //   lock that PostgreSQL releases when the session ends, however it ends),
 //   and the calls, unless the user gave a pool for them;
 // - its watcher, which waits for the life lock of the next agent of the
-//   scope (a ring), so that a death is seen at once and swept.
+//   scope (a ring), so that a death is seen at once and swept. Any role may
+//   hold or queue for that lock, and so keep it after the session ended:
+//   once a second a wait looks first whether the agent's backend is still
+//   there (the pid, role and start its row recorded), which no role can
+//   borrow.
 // A lost session ends the agent: its requests reject with an AbortError and
 // its next request joins as a new agent. A session is lost when the server
 // ends it, or when a call or a keepalive gets no answer within `keepalive`
@@ -27,7 +31,7 @@ const DEFAULT_SCHEMA = 'web_locks'
 const DEFAULT_KEEPALIVE_MS = 10000
 const MIN_KEEPALIVE_MS = 300
 // The number of the last migration (postgres-migrations/).
-const LAYOUT = 2
+const LAYOUT = 3
 const IDENTIFIER_MAX = 63
 // The watcher waits in slices of this long: its statement holds a snapshot
 // while it waits, which holds back vacuum's horizon in the database: the
@@ -36,6 +40,12 @@ const IDENTIFIER_MAX = 63
 // checks again who the neighbour is: the safety net for a missed 'r'
 // notification.
 const WATCH_SLICE_MS = 250
+// Every how many slices the watcher also looks at the backend of the agent
+// it watches (the first slice of each neighbour's too): once a second. That
+// look reads pg_stat_activity, the state of every backend of the server
+// (some hundred µs of the server's time with hundreds of connections), and
+// only matters where another role took the agent's life lock.
+const BACKEND_LOOK_SLICES = 4
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20
 const CANCEL_WAIT_MS = 50
@@ -56,6 +66,11 @@ const INSUFFICIENT_PRIVILEGE = '42501'
 const UNDEFINED_SETTING = '42704'
 const LOCK_NOT_AVAILABLE = '55P03' // a lock wait past lock_timeout
 const PROTOCOL_VIOLATION = '08P01' // also PgBouncer's refusals
+// What a creation of the schema meets when another one was made at the same
+// moment (the second waits for the first's catalog rows, then fails), and a
+// deadlock with an older version's migration: look at the layout again.
+const MADE_MEANWHILE = new Set(['23505', '42P06', '42P07', '42710', '42723', '40P01'])
+const ENSURE_TRIES = 3
 const AGENT_GONE = 'WLGON'
 
 function fail (message) {
@@ -79,8 +94,8 @@ function quoteIdentifier (name) {
   return `"${name.replace(/"/g, '""')}"`
 }
 
-// The schema's advisory key: the first half of its agents' life locks, and
-// (with 0) of the lock that migrations take. FNV-1a of its UTF-8 bytes.
+// The schema's advisory key: the first half of its agents' life locks.
+// FNV-1a of its UTF-8 bytes.
 function schemaKey (schema) {
   let h = 0x811c9dc5
   for (const byte of Buffer.from(schema, 'utf8')) {
@@ -92,16 +107,30 @@ function schemaKey (schema) {
 
 // The connection settings of openLockManager's `postgres` option: a
 // connection string, pg's config object, or a pg.Pool (then the calls go
-// through it and the session and watcher use its settings).
+// through it and the session and watcher use its settings). A pg.Client is
+// one connection, which cannot be both the session and the watcher.
 function toConnection (value) {
   if (typeof value === 'string') return { config: { connectionString: value }, pool: null }
   if (value !== null && typeof value === 'object') {
     if (typeof value.query === 'function' && typeof value.connect === 'function') {
-      return { config: { ...value.options }, pool: value }
+      if (value.options === null || typeof value.options !== 'object') {
+        throw new SafeTypeError(fail('the postgres option is a pg.Client, one connection: give its config object, or a pg.Pool.'))
+      }
+      return { config: settingsOf(value.options), pool: value }
     }
-    return { config: { ...value }, pool: null }
+    return { config: settingsOf(value), pool: null }
   }
   throw new SafeTypeError(fail('the postgres option must be a connection string, a pg config object or a pg.Pool.'))
+}
+
+// A copy of connection settings with every property of their own, those
+// that are not enumerable too: pg-pool keeps the password (a string, or a
+// function that gives one) out of its options' enumerable properties, which
+// a spread would drop. (pg hides it again in each client it makes.)
+function settingsOf (options) {
+  const config = {}
+  for (const key of Object.getOwnPropertyNames(options)) config[key] = options[key]
+  return config
 }
 
 function toKeepalive (value = DEFAULT_KEEPALIVE_MS) {
@@ -208,30 +237,48 @@ async function layoutOf (client, schema) {
   return meta.rows.length === 0 ? 0 : Number(meta.rows[0].value)
 }
 
-// Creates or migrates the schema, once, whoever else is starting: under a
-// session-level advisory lock (which join() waits for too), the layout is
-// read again in a new transaction (which sees what another one committed
-// meanwhile), and the SQL runs as one implicit transaction.
-async function migrate (client, target) {
-  await client.query('SELECT pg_catalog.pg_advisory_lock($1, 0)', [target.key])
-  try {
-    const layout = await layoutOf(client, target.schema)
-    if (layout >= LAYOUT) return layout
-    await client.query(schemaSQL(target.schema, layout))
+// Creates or migrates the schema from `layout` (what layoutOf() read), once,
+// whoever else is starting, under no lock that a role without rights on the
+// schema could take (an advisory lock, which any role can hold, would keep
+// every opener waiting). Made from nothing as one transaction: of two at
+// once, the second fails on a duplicate in the catalog, and ensureSchema()
+// looks again. Migrated in a transaction that locks the layout's row of
+// meta first, which only roles that may update the schema's tables can,
+// and reads the layout there, in its newest version; then the agents
+// table, as join() does, so that no agent joins meanwhile.
+async function migrate (client, target, layout) {
+  if (layout === 0) {
+    await client.query(schemaSQL(target.schema))
     return LAYOUT
-  } finally {
-    await client.query('SELECT pg_catalog.pg_advisory_unlock($1, 0)', [target.key])
+  }
+  const q = quoteIdentifier(target.schema)
+  await client.query('BEGIN')
+  try {
+    const { rows } = await client.query(`SELECT value FROM ${q}.meta WHERE key OPERATOR(pg_catalog.=) 'layout' FOR UPDATE`)
+    const now = rows.length === 0 ? 0 : Number(rows[0].value)
+    if (now < LAYOUT) {
+      await client.query(`LOCK TABLE ${q}.agents IN SHARE UPDATE EXCLUSIVE MODE`)
+      await client.query(schemaSQL(target.schema, now))
+    }
+    await client.query('COMMIT')
+    return Math.max(now, LAYOUT)
+  } catch (error) {
+    await client.query('ROLLBACK').catch(ignore)
+    throw error
   }
 }
 
 async function ensureSchema (client, target) {
   let layout = 0
-  try {
-    layout = await layoutOf(client, target.schema)
-    if (layout < LAYOUT) layout = await migrate(client, target)
-  } catch (error) {
-    if (error.code === INSUFFICIENT_PRIVILEGE) throw await privilegeError(client, target.schema, layout, error)
-    throw error
+  for (let tries = 1; ; tries++) {
+    try {
+      layout = await layoutOf(client, target.schema)
+      if (layout < LAYOUT) layout = await migrate(client, target, layout)
+      break
+    } catch (error) {
+      if (error.code === INSUFFICIENT_PRIVILEGE) throw await privilegeError(client, target.schema, layout, error)
+      if (!MADE_MEANWHILE.has(error.code) || tries === ENSURE_TRIES) throw error
+    }
   }
   if (layout !== LAYOUT) {
     const error = new Error(`web-locks: the schema ${quoteIdentifier(target.schema)} has layout ${layout}; this version of web-locks uses layout ${LAYOUT}.`)
@@ -316,6 +363,9 @@ function statements (target) {
     abort: named('abort', `SELECT ${q}.remove($1, $2, false) AS removed`),
     leave: { text: `SELECT ${q}.leave($1)` },
     sweep: named('sweep', `SELECT ${q}.sweep($1, $2) AS ended`),
+    // The watcher's wait for agent $1's end, while it is the neighbour of
+    // agent $3 of scope $2; $4: whether to look at its backend too.
+    wait: named('wait', `SELECT ${q}.ended($1, $4) AS ended WHERE ${q}.neighbour($2, $3) ${op('=')} $1`),
     neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),
     snapshot: named('snapshot', `SELECT held, name, shared, client_id FROM ${q}.snapshot($1)`),
     cancel: named('cancel', 'SELECT pg_catalog.pg_cancel_backend($1)')
@@ -881,9 +931,10 @@ class PostgresBackend {
         }
         if (session.watcher === null) session.watcher = await this.watcherFor(session)
         let ended
+        let slices = 0
         do {
           if (session.lost) return
-          ended = await this.waitFor(session, next)
+          ended = await this.waitFor(session, next, slices++ % BACKEND_LOOK_SLICES === 0)
         } while (ended === undefined)
         if (ended && !session.lost) await this.call(session, this.sql.sweep, [this.target.scope, session.agent])
       } catch (error) {
@@ -913,19 +964,16 @@ class PostgresBackend {
     return watcher
   }
 
-  // Waits one slice for the agent `next` to have no life lock, taking and
-  // dropping its shared side in one statement: true if it has none (it
-  // ended), false if the wait was cancelled or `next` is not the neighbour
-  // any more (look again), undefined if the slice ran out (wait again). An
-  // agent that joined meanwhile may have sent its 'r' before the wait began,
-  // and the cancel it caused found no statement to cancel: the statement's
-  // snapshot, taken when it starts, sees that join.
-  async waitFor (session, next) {
-    const { key, scope } = this.target
-    const q = quoteIdentifier(this.target.schema)
+  // Waits one slice for the agent `next` to end (ended() in
+  // postgres-schema.sql: its life lock free, or, if `backend`, its backend
+  // gone): true if it ended, false if the wait was cancelled or `next` is
+  // not the neighbour any more (look again), undefined if the slice ran out
+  // (wait again). An agent that joined meanwhile may have sent its 'r'
+  // before the wait began, and the cancel it caused found no statement to
+  // cancel: the statement's snapshot, taken when it starts, sees that join.
+  async waitFor (session, next, backend) {
     session.watching = true
-    session.watched = session.watcher.query('SELECT pg_catalog.pg_advisory_lock_shared($1, $2), pg_catalog.pg_advisory_unlock_shared($1, $2) ' +
-      `WHERE ${q}.neighbour($3, $4) OPERATOR(pg_catalog.=) $2`, [key, next, scope, session.agent])
+    session.watched = session.watcher.query({ ...this.sql.wait, values: [next, this.target.scope, session.agent, backend] })
     try {
       const { rows } = await session.watched
       return rows.length === 1

@@ -4,9 +4,10 @@
 -- native manager gets from its mutex. Their tables are made and changed by
 -- the numbered migrations in postgres-migrations/; this text re-creates the
 -- functions after them, in the same transaction. lib/manager-postgres.js
--- runs it under the session-level advisory lock (@key@, 0), with @schema@
--- replaced by the quoted schema name and @key@ by the schema's advisory key
--- (its own agents' life locks are (@key@, agent id)).
+-- runs it with @schema@ replaced by the quoted schema name and @key@ by the
+-- schema's advisory key (its own agents' life locks are (@key@, agent id)):
+-- when it migrates a schema, with the layout's row of meta and the agents
+-- table locked.
 --
 -- Another role may have made functions and operators in a schema of the
 -- caller's search_path (public, where any role may create on PostgreSQL
@@ -292,6 +293,36 @@ BEGIN
   DELETE FROM @schema@.agents WHERE id = p_agent;
 END $$;
 
+-- Whether agent p_agent's session is still there, by its backend as
+-- pg_stat_activity shows it: the pid, the role and the start recorded when
+-- it joined (postgres-migrations/003-backend-identity.sql). Another role's
+-- backends have another role, and a later backend of the same pid another
+-- start. The start of another role's session is shown only to members of
+-- that role and of pg_read_all_stats: unknown (null), the pid and the role
+-- decide.
+CREATE OR REPLACE FUNCTION @schema@.alive(p_agent integer) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT EXISTS (SELECT FROM @schema@.agents a, pg_catalog.pg_stat_get_activity(a.pid) s
+    WHERE a.id = p_agent AND s.pid = a.pid AND s.usesysid = a.role_id
+      AND (s.backend_start = a.backend_start OR s.backend_start IS NULL OR a.backend_start IS NULL))
+$$;
+
+-- The watcher's wait (lib/manager-postgres.js): true once agent p_agent's
+-- session has ended. At once if p_backend and its backend is gone; else
+-- once its life lock is free, taken and dropped in shared mode, a wait
+-- that the caller's lock_timeout bounds. Any role may hold or queue for
+-- that lock, and then it is not freed when the session ends: the backend,
+-- looked at first, is gone.
+CREATE OR REPLACE FUNCTION @schema@.ended(p_agent integer, p_backend boolean) RETURNS boolean
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF NOT p_backend OR @schema@.alive(p_agent) THEN
+    PERFORM pg_catalog.pg_advisory_lock_shared(@key@, p_agent);
+    PERFORM pg_catalog.pg_advisory_unlock_shared(@key@, p_agent);
+  END IF;
+  RETURN true;
+END $$;
+
 -- Agents watch each other in a ring, each the next agent by id in its
 -- scope (the one whose life lock it waits for), so that every death is seen
 -- by someone at once. The agent p_self watches, or null if it is alone:
@@ -311,22 +342,28 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- A new agent of a scope, alive from the start: the session-level advisory
--- lock is taken before its row is visible to anyone. p_channel is the
--- channel it listens on, a name it drew at random: only roles that may read
--- agents can send it a notification.
+-- lock is taken before its row is visible to anyone, and the row records
+-- its backend (its columns' defaults: join() runs on the agent's session).
+-- p_channel is the channel it listens on, a name it drew at random: only
+-- roles that may read agents can send it a notification.
 CREATE OR REPLACE FUNCTION @schema@.join(p_scope text, p_client_id text, p_channel text) RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   new_id integer;
 BEGIN
   -- One join at a time, so that each sees the agents before it and tells
-  -- its watcher: the ring has no gap. (Also waits for a migration.)
-  PERFORM pg_catalog.pg_advisory_xact_lock(@key@, 0);
+  -- its watcher: the ring has no gap. A lock of the agents table, which
+  -- only roles that may update it can take (a migration takes it too: joins
+  -- wait for one). A mode that leave() and the requests do not conflict
+  -- with, and a table lock: a row lock would be written to the log, and
+  -- the commit would wait for its flush.
+  LOCK TABLE @schema@.agents IN SHARE UPDATE EXCLUSIVE MODE;
   -- Before the agent draws a token, after a crash.
   PERFORM @schema@.token_restart();
   LOOP
     new_id := pg_catalog.nextval('@schema@.agent_ids');
-    -- After 2^31 agents, skip ids still in use.
+    -- After 2^31 agents, skip ids still in use; and keys that another role
+    -- holds (any role may take any advisory lock).
     CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(@key@, new_id);
     BEGIN
       INSERT INTO @schema@.agents (id, scope, client_id, pid, channel)
@@ -342,11 +379,12 @@ BEGIN
 END $$;
 
 -- Ends the scope's agents whose sessions have ended (no one holds their life
--- lock), but p_self, whose own session would see its lock as free. Returns
--- how many. Agents being ended by another sweep are skipped. The names of
--- all the agents it ends are locked at once, in id order, as leave() locks
--- one agent's: locked agent by agent, two sweeps (or a sweep and a leave())
--- could each hold a name the other waits for.
+-- lock, or another role does: their backend is gone), but p_self, whose own
+-- session would see its lock as free. Returns how many. Agents being ended
+-- by another sweep are skipped. The names of all the agents it ends are
+-- locked at once, in id order, as leave() locks one agent's: locked agent by
+-- agent, two sweeps (or a sweep and a leave()) could each hold a name the
+-- other waits for.
 CREATE OR REPLACE FUNCTION @schema@.sweep(p_scope text, p_self integer) RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -354,8 +392,11 @@ DECLARE
   ended integer[] := '{}';
 BEGIN
   FOR a IN SELECT id FROM @schema@.agents WHERE scope = p_scope AND id <> p_self LOOP
-    CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock_shared(@key@, a);
-    PERFORM pg_catalog.pg_advisory_unlock_shared(@key@, a);
+    IF pg_catalog.pg_try_advisory_lock_shared(@key@, a) THEN
+      PERFORM pg_catalog.pg_advisory_unlock_shared(@key@, a);
+    ELSIF @schema@.alive(a) THEN
+      CONTINUE;
+    END IF;
     PERFORM 1 FROM @schema@.agents WHERE id = a FOR UPDATE SKIP LOCKED;
     CONTINUE WHEN NOT FOUND;
     ended := ended || a;

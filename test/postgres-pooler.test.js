@@ -12,9 +12,9 @@ const { postgres } = require('./fixtures/postgres');
 const { pgbouncerBinary, startPgbouncer } = require('./fixtures/pgbouncer');
 
 const INSTALLED = pgbouncerBinary() !== null;
-// The wait of a watcher (manager-postgres.js, waitFor()), and what a
-// cancelled statement fails with.
-const WAIT_TEXT = 'SELECT pg_catalog.pg_advisory_lock_shared(';
+// The wait of a watcher (manager-postgres.js, waitFor(): a statement named
+// after it), and what a cancelled statement fails with.
+const WAIT_NAME = /_wait$/;
 const QUERY_CANCELED = '57014';
 
 function isPooled(error) {
@@ -41,9 +41,7 @@ describe(`openLockManager (PostgreSQL) behind PgBouncer${INSTALLED ? '' : ' (pen
     ({ url } = await postgres());
     admin = new pg.Client(url);
     await admin.connect();
-    // A direct agent, which also makes the schema: made through a pooler in
-    // transaction mode, its session-level advisory lock could stay on
-    // another backend than its unlock's.
+    // A direct agent, which also makes the schema.
     direct = await openLockManager(scopeName('direct'), { postgres: url });
   });
   afterEach(async function () {
@@ -162,9 +160,9 @@ describe(`openLockManager (PostgreSQL) behind PgBouncer${INSTALLED ? '' : ' (pen
     const query = Client.prototype.query;
     Client.prototype.query = function (...args) {
       const result = query.apply(this, args);
-      const text = args[0] !== null && typeof args[0] === 'object' ? args[0].text : args[0];
-      // The wait's values: key, the agent waited for, scope, the watcher's agent.
-      if (typeof text === 'string' && text.startsWith(WAIT_TEXT) && args[1][3] === watching) {
+      const config = args[0] !== null && typeof args[0] === 'object' ? args[0] : {};
+      // The wait's values: the agent waited for, scope, the watcher's agent.
+      if (typeof config.name === 'string' && WAIT_NAME.test(config.name) && config.values[2] === watching) {
         waiting.resolve();
         result.catch((error) => ends.push(error.code));
       }

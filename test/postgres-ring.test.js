@@ -25,16 +25,14 @@ const { postgres } = require('./fixtures/postgres');
 const SEEN_MS = 5000;
 
 // The manager's statements are named after what they do (statements() in
-// manager-postgres.js); its watcher's wait is a text of its own.
+// manager-postgres.js), its watcher's wait too.
 function nameOf(args) {
   const first = args[0];
   return (first !== null && typeof first === 'object' && first.name) || '';
 }
 
 function isWait(args) {
-  const first = args[0];
-  const text = typeof first === 'string' ? first : (first && first.text) || '';
-  return text.startsWith('SELECT pg_catalog.pg_advisory_lock_shared(');
+  return nameOf(args).endsWith('_wait');
 }
 
 describe('openLockManager (PostgreSQL): the ring of watchers', function () {
@@ -62,7 +60,8 @@ describe('openLockManager (PostgreSQL): the ring of watchers', function () {
     });
   });
   afterEach(async function () {
-    for (const undo of restore.splice(0)) undo();
+    // Last patch first: each one's original is the patch before it.
+    for (const undo of restore.splice(0).reverse()) undo();
     await terminateAll();
     for (const m of opened.splice(0)) await m.close();
   });

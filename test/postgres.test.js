@@ -136,7 +136,7 @@ describe('openLockManager (PostgreSQL)', function () {
       await admin.query(`UPDATE "${schema}".meta SET value = '99' WHERE key = 'layout'`);
       await assert.rejects(openLockManager('s', { postgres: url, schema }), (err) => {
         assert.equal(err.code, 'ELAYOUT');
-        assert.match(err.message, /layout 99.*layout 2/);
+        assert.match(err.message, /layout 99.*layout 3/);
         return true;
       });
       await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
@@ -174,7 +174,7 @@ describe('openLockManager (PostgreSQL)', function () {
         const m = await open(scope, { schema });
         assert.equal((await watching).channel, `web_locks.${key}.${id}`);
         const meta = await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'layout'`);
-        assert.equal(meta.rows[0].value, '2');
+        assert.equal(meta.rows[0].value, '3');
         assert.deepEqual(only(await m.query(), 'x').held.map((i) => i.clientId), ['old']);
         const robbed = notified(/^1 s$/);
         assert.equal(await m.request('x', { steal: true }, (lock) => lock.name), 'x');
@@ -215,6 +215,37 @@ describe('openLockManager (PostgreSQL)', function () {
           `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "${schema}" TO ${role}; ` +
           `GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA "${schema}" TO ${role};`);
         const m = await open('s', { postgres: limited.href, schema });
+        assert.equal(await m.request('x', (lock) => lock.mode), 'exclusive');
+        await m.close();
+      } finally {
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await admin.query(`DROP ROLE ${role}`);
+      }
+    });
+
+    it('tells a role that may use but not migrate a schema of layout 2 what its owner must run, and works once it ran it', async function () {
+      const { schemaSQL } = require('../lib/manager-postgres.js');
+      const role = `wl_user_${process.pid}`;
+      const schema = `wl_old_${process.pid}`;
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'user'`);
+      try {
+        await admin.query(schemaSQL(schema, 0, 2));
+        await admin.query(`GRANT USAGE ON SCHEMA "${schema}" TO ${role}; ` +
+          `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "${schema}" TO ${role}; ` +
+          `GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA "${schema}" TO ${role};`);
+        const as = new URL(url);
+        as.username = role;
+        as.password = 'user';
+        await assert.rejects(openLockManager('s', { postgres: as.href, schema }), (err) => {
+          assert.equal(err.code, 'EACCES');
+          assert.match(err.message, /has layout 2, which .* may not migrate to layout 3/);
+          assert.ok(err.message.includes(`postgresSchema(${JSON.stringify(schema)}, 2)`), err.message);
+          return true;
+        });
+        const meta = await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'layout'`);
+        assert.equal(meta.rows[0].value, '2');
+        await admin.query(api().postgresSchema(schema, 2));
+        const m = await open('s', { postgres: as.href, schema });
         assert.equal(await m.request('x', (lock) => lock.mode), 'exclusive');
         await m.close();
       } finally {
@@ -805,7 +836,7 @@ describe('openLockManager (PostgreSQL)', function () {
       const mine = async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity a JOIN web_locks.agents g ON g.pid = a.pid
         WHERE g.scope = $1`, [scope])).rows[0].n;
       const all = async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'web-locks'
-        AND backend_start >= (SELECT min(backend_start) FROM pg_stat_activity a JOIN web_locks.agents g ON g.pid = a.pid WHERE g.scope = $1)`, [scope])).rows[0].n;
+        AND backend_start >= (SELECT min(a.backend_start) FROM pg_stat_activity a JOIN web_locks.agents g ON g.pid = a.pid WHERE g.scope = $1)`, [scope])).rows[0].n;
       assert.equal(await mine(), 2);
       // Each agent's watcher connects once it has a neighbour to watch.
       const count = async (done) => {
