@@ -13,7 +13,8 @@
 //   hold or queue for that lock, and so keep it after the session ended:
 //   once a second a wait looks first whether the agent's backend is still
 //   there (the pid, role and start its row recorded), which no role can
-//   borrow.
+//   borrow, and still holds the lock (a pooler keeps the backend of a
+//   client that died, but frees its locks).
 // A lost session ends the agent: its requests reject with an AbortError and
 // its next request joins as a new agent. A session is lost when the server
 // ends it, or when a call or a keepalive gets no answer within `keepalive`
@@ -44,7 +45,7 @@ const WATCH_SLICE_MS = 250
 // it watches (the first slice of each neighbour's too): once a second. That
 // look reads pg_stat_activity, the state of every backend of the server
 // (some hundred µs of the server's time with hundreds of connections), and
-// only matters where another role took the agent's life lock.
+// pg_locks, and only matters where another role took the agent's life lock.
 const BACKEND_LOOK_SLICES = 4
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20

@@ -295,16 +295,22 @@ END $$;
 
 -- Whether agent p_agent's session is still there, by its backend as
 -- pg_stat_activity shows it: the pid, the role and the start recorded when
--- it joined (postgres-migrations/003-backend-identity.sql). Another role's
+-- it joined (postgres-migrations/003-backend-identity.sql), and still
+-- holding the agent's life lock, as pg_locks shows it. Another role's
 -- backends have another role, and a later backend of the same pid another
 -- start. The start of another role's session is shown only to members of
 -- that role and of pg_read_all_stats: unknown (null), the pid and the role
--- decide.
+-- decide. A pooler in session mode keeps the backend of a client that died
+-- and resets it (DISCARD ALL), which frees the life lock: the backend is
+-- there, but no longer holds it.
 CREATE OR REPLACE FUNCTION @schema@.alive(p_agent integer) RETURNS boolean
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
   SELECT EXISTS (SELECT FROM @schema@.agents a, pg_catalog.pg_stat_get_activity(a.pid) s
     WHERE a.id = p_agent AND s.pid = a.pid AND s.usesysid = a.role_id
-      AND (s.backend_start = a.backend_start OR s.backend_start IS NULL OR a.backend_start IS NULL))
+      AND (s.backend_start = a.backend_start OR s.backend_start IS NULL OR a.backend_start IS NULL)
+      AND EXISTS (SELECT FROM pg_catalog.pg_lock_status() l
+        WHERE l.locktype = 'advisory' AND l.pid = a.pid AND l.classid = (@key@)::oid
+          AND l.objid = a.id::oid AND l.objsubid = 2 AND l.mode = 'ExclusiveLock' AND l.granted))
 $$;
 
 -- The watcher's wait (lib/manager-postgres.js): true once agent p_agent's

@@ -1,0 +1,92 @@
+'use strict';
+// Adversarial review of the PostgreSQL manager's layout 3 (issue 25, item
+// 3): cases that the change under review does not cover.
+const assert = require('node:assert/strict');
+const { api, scopeName } = require('./fixtures/util');
+const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
+const { postgres } = require('./fixtures/postgres');
+const { pgbouncerBinary, startPgbouncer } = require('./fixtures/pgbouncer');
+const { within } = require('./stress/scopes');
+const { schemaKey } = require('../lib/manager-postgres.js');
+
+const ROLE = `wl_review_${process.pid}`;
+const PASSWORD = 'review';
+const GRANTED_MS = 3000;
+
+describe('openLockManager (PostgreSQL): review of layout 3', function () {
+  this.timeout(30000);
+  let openLockManager;
+  let pg;
+  let url;
+  let admin;
+  const closers = [];
+
+  before(async function () {
+    ({ openLockManager } = api());
+    pg = require('pg');
+    ({ url } = await postgres());
+    admin = new pg.Client(url);
+    await admin.connect();
+    await admin.query(`CREATE ROLE ${ROLE} LOGIN PASSWORD '${PASSWORD}'`);
+  });
+  afterEach(async function () {
+    await terminateAll();
+    for (const close of closers.splice(0).reverse()) await close();
+  });
+  after(async function () {
+    if (admin) {
+      await admin.query(`DROP ROLE IF EXISTS ${ROLE}`);
+      await admin.end();
+    }
+  });
+
+  async function squatter() {
+    const at = new URL(url);
+    at.username = ROLE;
+    at.password = PASSWORD;
+    const c = new pg.Client(at.href);
+    c.on('error', () => {});
+    await c.connect();
+    closers.push(() => c.end().catch(() => {}));
+    return c;
+  }
+
+  async function waitingForLock(pid) {
+    const deadline = Date.now() + 10000;
+    for (;;) {
+      const { rows } = await admin.query('SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1', [pid]);
+      if (rows.length === 1 && rows[0].wait_event_type === 'Lock') return;
+      if (Date.now() > deadline) throw new Error(`backend ${pid} not waiting for a lock`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  // PgBouncer in session mode keeps the server connection of a client that
+  // died (and runs DISCARD ALL on it, which frees the life lock): with a
+  // login-only role queued for that lock, the dead agent's backend is still
+  // there, so alive() says alive until PgBouncer closes that connection
+  // (server_idle_timeout, 600 s by default), or for as long as another
+  // client keeps it.
+  (pgbouncerBinary() === null ? it.skip : it)('behind PgBouncer in session mode, a role queued for a killed agent\'s life lock does not keep it alive', async function () {
+    const bouncer = await startPgbouncer({ pool_mode: 'session' });
+    closers.push(() => bouncer.stop());
+    const schema = `wl_review_bouncer_${process.pid}`;
+    closers.push(() => admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+    const key = schemaKey(schema);
+    const scope = scopeName('review-bouncer');
+    const waiterManager = await openLockManager(scope, { postgres: url, schema });
+    closers.push(() => waiterManager.close());
+    const holder = await spawnProcessAgent({ scope, postgres: bouncer.url, schema });
+    const held = await holder.request('x');
+    await holder.granted(held);
+    const { rows } = await admin.query(`SELECT id FROM "${schema}".agents WHERE scope = $1 ORDER BY id DESC LIMIT 1`, [scope]);
+    const next = waiterManager.request('x', (lock) => lock.name);
+    await waiterManager.query();
+    const s = await squatter();
+    const taken = s.query('SELECT pg_advisory_lock($1, $2)', [key, rows[0].id]);
+    await waitingForLock(s.processID);
+    holder.child.kill('SIGKILL');
+    await taken;
+    assert.equal(await within(next, GRANTED_MS, 'the grant after the agent behind PgBouncer was killed'), 'x');
+  });
+});
