@@ -293,24 +293,29 @@ BEGIN
   DELETE FROM @schema@.agents WHERE id = p_agent;
 END $$;
 
--- Whether agent p_agent's session is still there, by its backend as
--- pg_stat_activity shows it: the pid, the role and the start recorded when
--- it joined (postgres-migrations/003-backend-identity.sql), and still
--- holding the agent's life lock, as pg_locks shows it. Another role's
--- backends have another role, and a later backend of the same pid another
--- start. The start of another role's session is shown only to members of
--- that role and of pg_read_all_stats: unknown (null), the pid and the role
--- decide. A pooler in session mode keeps the backend of a client that died
--- and resets it (DISCARD ALL), which frees the life lock: the backend is
--- there, but no longer holds it.
-CREATE OR REPLACE FUNCTION @schema@.alive(p_agent integer) RETURNS boolean
+-- Whether agent p_agent's backend is still there, as pg_stat_activity
+-- shows it: the pid, the role and the start recorded when it joined
+-- (postgres-migrations/003-backend-identity.sql). Another role's backends
+-- have another role, and a later backend of the same pid another start.
+-- The start of another role's session is shown only to members of that
+-- role and of pg_read_all_stats: unknown (null), the pid and the role
+-- decide.
+CREATE OR REPLACE FUNCTION @schema@.backend_there(p_agent integer) RETURNS boolean
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
   SELECT EXISTS (SELECT FROM @schema@.agents a, pg_catalog.pg_stat_get_activity(a.pid) s
     WHERE a.id = p_agent AND s.pid = a.pid AND s.usesysid = a.role_id
-      AND (s.backend_start = a.backend_start OR s.backend_start IS NULL OR a.backend_start IS NULL)
-      AND EXISTS (SELECT FROM pg_catalog.pg_lock_status() l
-        WHERE l.locktype = 'advisory' AND l.pid = a.pid AND l.classid = (@key@)::oid
-          AND l.objid = a.id::oid AND l.objsubid = 2 AND l.mode = 'ExclusiveLock' AND l.granted))
+      AND (s.backend_start = a.backend_start OR s.backend_start IS NULL OR a.backend_start IS NULL))
+$$;
+
+-- Whether agent p_agent's session is still there: its backend is, and
+-- holds its life lock, as pg_locks shows it. A pooler in session mode
+-- keeps the backend of a client that died and resets it (DISCARD ALL),
+-- which frees the lock: the backend is still there, but holds it no longer.
+CREATE OR REPLACE FUNCTION @schema@.alive(p_agent integer) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT @schema@.backend_there(p_agent) AND EXISTS (SELECT FROM @schema@.agents a, pg_catalog.pg_lock_status() l
+    WHERE a.id = p_agent AND l.locktype = 'advisory' AND l.classid = (@key@)::oid
+      AND l.objid = a.id::oid AND l.objsubid = 2 AND l.pid = a.pid AND l.mode = 'ExclusiveLock' AND l.granted)
 $$;
 
 -- The watcher's wait (lib/manager-postgres.js): true once agent p_agent's
@@ -318,7 +323,7 @@ $$;
 -- once its life lock is free, taken and dropped in shared mode, a wait
 -- that the caller's lock_timeout bounds. Any role may hold or queue for
 -- that lock, and then it is not freed when the session ends: the backend,
--- looked at first, is gone.
+-- looked at first, is gone or holds it no longer.
 CREATE OR REPLACE FUNCTION @schema@.ended(p_agent integer, p_backend boolean) RETURNS boolean
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -395,12 +400,20 @@ CREATE OR REPLACE FUNCTION @schema@.sweep(p_scope text, p_self integer) RETURNS 
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   a integer;
+  holds boolean;
   ended integer[] := '{}';
 BEGIN
-  FOR a IN SELECT id FROM @schema@.agents WHERE scope = p_scope AND id <> p_self LOOP
+  -- Whether each agent's backend holds its life lock (as alive() looks), from
+  -- one read of the server's lock table, made after the statement's snapshot:
+  -- every agent it sees had taken its lock by then.
+  FOR a, holds IN
+      WITH l AS MATERIALIZED (SELECT pid, objid FROM pg_catalog.pg_lock_status()
+        WHERE locktype = 'advisory' AND classid = (@key@)::oid AND objsubid = 2 AND mode = 'ExclusiveLock' AND granted)
+      SELECT g.id, EXISTS (SELECT FROM l WHERE l.pid = g.pid AND l.objid = g.id::oid)
+        FROM @schema@.agents g WHERE g.scope = p_scope AND g.id <> p_self LOOP
     IF pg_catalog.pg_try_advisory_lock_shared(@key@, a) THEN
       PERFORM pg_catalog.pg_advisory_unlock_shared(@key@, a);
-    ELSIF @schema@.alive(a) THEN
+    ELSIF holds AND @schema@.backend_there(a) THEN
       CONTINUE;
     END IF;
     PERFORM 1 FROM @schema@.agents WHERE id = a FOR UPDATE SKIP LOCKED;
