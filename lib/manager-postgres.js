@@ -487,7 +487,8 @@ class PostgresBackend {
   }
 
   // The server ends the session once it has said nothing for `keepalive`
-  // (PostgreSQL 14 and later; older servers rely on TCP keepalives), gives
+  // (PostgreSQL 14 and later; older servers rely on TCP keepalives), or
+  // been idle that long in a transaction (a migration's), gives
   // up on an unanswered send as soon, and sees a closed connection during a
   // long statement within a second. And the statements run at READ
   // COMMITTED whatever the role's or the database's default: they rely on
@@ -495,7 +496,9 @@ class PostgresBackend {
   async configure (client) {
     const ms = this.target.keepalive
     const settings = [['search_path', SEARCH_PATH], ['default_transaction_isolation', 'read committed'],
-      ['idle_session_timeout', ms], ['tcp_user_timeout', ms],
+      // And one idle in a transaction: a migration's, whose locks keep
+      // every join of the schema waiting.
+      ['idle_session_timeout', ms], ['idle_in_transaction_session_timeout', ms], ['tcp_user_timeout', ms],
       // A watcher whose process died stops waiting for its lock.
       ['client_connection_check_interval', Math.min(ms, 1000)],
       ['tcp_keepalives_idle', Math.max(1, Math.floor(ms / 2000))],

@@ -2,12 +2,16 @@
 // Adversarial review of the PostgreSQL manager's layout 3 (issue 25, item
 // 3): cases that the change under review does not cover.
 const assert = require('node:assert/strict');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
 const { api, scopeName } = require('./fixtures/util');
 const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres } = require('./fixtures/postgres');
 const { pgbouncerBinary, startPgbouncer } = require('./fixtures/pgbouncer');
 const { within } = require('./stress/scopes');
-const { schemaKey } = require('../lib/manager-postgres.js');
+const { schemaKey, schemaSQL } = require('../lib/manager-postgres.js');
+
+const PKG = path.resolve(__dirname, '..');
 
 const ROLE = `wl_review_${process.pid}`;
 const PASSWORD = 'review';
@@ -88,5 +92,35 @@ describe('openLockManager (PostgreSQL): review of layout 3', function () {
     holder.child.kill('SIGKILL');
     await taken;
     assert.equal(await within(next, GRANTED_MS, 'the grant after the agent behind PgBouncer was killed'), 'x');
+  });
+  // A process that stops in the middle of a migration (frozen, stopped, its
+  // event loop blocked) holds the layout's row of meta and the agents table
+  // in an open transaction: every opener, every join and every rejoin of
+  // every scope of the schema waits behind it. The server ends an idle
+  // session after keepalive (idle_session_timeout), but not one idle in a
+  // transaction.
+  it('a process stalled in the middle of a migration keeps no one from opening for longer than its keepalive', async function () {
+    const schema = `wl_review_stall_${process.pid}`;
+    closers.push(() => admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+    await admin.query(schemaSQL(schema, 0, 2));
+    const code = `const pg = require(${JSON.stringify(require.resolve('pg'))});
+      const query = pg.Client.prototype.query;
+      pg.Client.prototype.query = function (...args) {
+        const result = query.apply(this, args);
+        const text = typeof args[0] === 'string' ? args[0] : '';
+        if (!/\\.meta WHERE .* FOR UPDATE$/.test(text)) return result;
+        return result.then(() => {
+          process.stdout.write('locked\\n');
+          return new Promise(() => {});
+        });
+      };
+      require(${JSON.stringify(PKG)}).openLockManager('s', { postgres: ${JSON.stringify(url)}, schema: ${JSON.stringify(schema)}, keepalive: 1000 }).catch(() => {});
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+    closers.push(() => child.kill('SIGKILL'));
+    await within(new Promise((resolve) => child.stdout.on('data', (d) => { if (String(d).includes('locked')) resolve(); })), 10000, 'the stalled migration');
+    const m = await within(openLockManager(scopeName('review-stall'), { postgres: url, schema }), 5000, 'openLockManager beside a stalled migration');
+    closers.push(() => m.close());
+    assert.equal(await m.request('x', (lock) => lock.name), 'x');
   });
 });
