@@ -93,6 +93,31 @@ describe('openLockManager (PostgreSQL): review of layout 3', function () {
     await taken;
     assert.equal(await within(next, GRANTED_MS, 'the grant after the agent behind PgBouncer was killed'), 'x');
   });
+
+  // The same, seen by a sweep (a join's) rather than by the watcher.
+  (pgbouncerBinary() === null ? it.skip : it)('behind PgBouncer in session mode, a sweep ends a killed agent whose life lock a role took, and no live one', async function () {
+    const bouncer = await startPgbouncer({ pool_mode: 'session' });
+    closers.push(() => bouncer.stop());
+    const schema = `wl_review_sweep_${process.pid}`;
+    closers.push(() => admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+    const key = schemaKey(schema);
+    const scope = scopeName('review-sweep');
+    const live = await openLockManager(scope, { postgres: bouncer.url, schema });
+    closers.push(() => live.close());
+    const holder = await spawnProcessAgent({ scope, postgres: bouncer.url, schema });
+    await holder.query();
+    const { rows } = await admin.query(`SELECT id FROM "${schema}".agents WHERE scope = $1 ORDER BY id DESC LIMIT 1`, [scope]);
+    const s = await squatter();
+    const taken = s.query('SELECT pg_advisory_lock($1, $2)', [key, rows[0].id]);
+    await waitingForLock(s.processID);
+    const sweep = `SELECT "${schema}".sweep($1, 0) AS ended`;
+    assert.equal((await admin.query(sweep, [scope])).rows[0].ended, 0);
+    // Its watcher, the other agent, must not sweep it first.
+    await live.close();
+    holder.child.kill('SIGKILL');
+    await taken;
+    assert.equal((await admin.query(sweep, [scope])).rows[0].ended, 1);
+  });
   // A process that stops in the middle of a migration (frozen, stopped, its
   // event loop blocked) holds the layout's row of meta and the agents table
   // in an open transaction: every opener, every join and every rejoin of
