@@ -238,15 +238,19 @@ class LockRequest {
 
   // The signal's abort steps (spec 4.3): out of the queue if still there,
   // and the promise rejected with the signal's reason either way.
-  abort () {
+  // With an error: the signal could not be listened to, and that error is
+  // the rejection.
+  abort (error) {
     if (this.settled) return
     this.backend.abort(this)
     const { signal, signalOps } = this.options
-    let reason
-    try {
-      reason = signalOps.reason(signal)
-    } catch (error) {
-      reason = error // an environment's getter that throws: in an abort listener, a throw would end the process
+    let reason = error
+    if (reason === undefined) {
+      try {
+        reason = signalOps.reason(signal)
+      } catch (thrown) {
+        reason = thrown // an environment's getter that throws: in an abort listener, a throw would end the process
+      }
     }
     this.settle(false, reason, ABORTED)
   }
@@ -300,19 +304,34 @@ function adoptNative (request, promise) {
 // microtask.
 const watched = new SafeWeakMap()
 
-function abortOne (request) {
-  request.abort()
-}
-
 function watch (signal, request) {
   let entry = WeakMapPrototypeGet(watched, signal)
   if (entry === undefined) {
     const { signalOps } = request.options
     const waiting = new SafeSet()
+    // Runs in a microtask: what the signal's own addEventListener or
+    // `aborted` throws there would end the process, so it is the requests'
+    // rejection instead, as a getter's throw is in the listener.
     const listen = () => {
-      if (WeakMapPrototypeGet(watched, signal) === entry) entry.listening = addAbortListener(signal, listener)
+      if (WeakMapPrototypeGet(watched, signal) !== entry) return
+      try {
+        entry.listening = addAbortListener(signal, listener)
+      } catch (error) {
+        abortAll(error)
+      }
     }
-    const listener = () => {
+    const abortAll = (error) => {
+      // (A listener left over an empty set, which could not be removed,
+      // leaves a later entry of the signal alone.)
+      if (WeakMapPrototypeGet(watched, signal) === entry) WeakMapPrototypeDelete(watched, signal)
+      SetPrototypeForEach(waiting, (request) => request.abort(error))
+    }
+    // Called with the event by a dispatch, or with nothing by
+    // addAbortListener for a signal it read as aborted: that call is not
+    // re-armed (it would read the same and call again, forever, for a
+    // signal whose own `aborted` property says true while its state does
+    // not), and aborts.
+    const listener = (event) => {
       // A signal whose state cannot be read (an environment's getter that
       // throws) counts as aborted: each request then rejects with what
       // reading its reason throws, rather than wait on a broken signal.
@@ -320,14 +339,11 @@ function watch (signal, request) {
       try {
         aborted = signalOps.aborted(signal)
       } catch {}
-      if (!aborted) {
+      if (!aborted && event !== undefined) {
         queueMicrotask(listen)
         return
       }
-      // (A listener left over an empty set, which could not be removed,
-      // leaves a later entry of the signal alone.)
-      if (WeakMapPrototypeGet(watched, signal) === entry) WeakMapPrototypeDelete(watched, signal)
-      SetPrototypeForEach(waiting, abortOne)
+      abortAll(undefined)
     }
     entry = { waiting, listening: addAbortListener(signal, listener) }
     WeakMapPrototypeSet(watched, signal, entry)

@@ -154,6 +154,57 @@ describe('what the per-realm install assumes of the environment', function () {
     assert.equal(ok(r), 'granted');
   });
 
+  // After an 'abort' event dispatched on a signal that is not aborted, the
+  // listener is added again in a microtask, through the signal's own
+  // addEventListener and `aborted`: what they throw there is the request's
+  // rejection, not an uncaught exception.
+  it('a signal whose addEventListener throws once an abort event was dispatched on it: the request rejects with that error, the process goes on', async function () {
+    const r = await inProcess(`
+      require(POLYFILL);
+      const { held, release } = await hold('d');
+      const controller = new AbortController();
+      const waiting = navigator.locks.request('d', { signal: controller.signal }, () => 'granted').catch((e) => e);
+      controller.signal.addEventListener = () => { throw new Error('addEventListener'); };
+      controller.signal.dispatchEvent(new Event('abort'));
+      const error = await waiting;
+      release();
+      await held;
+      return { message: error.message, free: (await navigator.locks.query()).held.length === 0 };
+    `);
+    assert.deepEqual(ok(r), { message: 'addEventListener', free: true });
+  });
+
+  it('an environment\'s signal whose aborted getter throws once an abort event was dispatched on it: the request rejects with that error', async function () {
+    const r = await inProcess(`${ENV_SIGNAL}
+      const { held, release } = await hold('e');
+      const signal = new EnvSignal();
+      const waiting = navigator.locks.request('e', { signal }, () => 'granted').catch((e) => e);
+      signal.dispatchEvent(new Event('abort'));
+      broken = true;
+      const error = await waiting;
+      release();
+      await held;
+      return error.message;
+    `);
+    assert.equal(ok(r), 'aborted getter');
+  });
+
+  it('a signal whose own aborted property says true while it is not aborted: the request rejects, and the thread is not held in endless microtasks', async function () {
+    const r = await inProcess(`
+      require(POLYFILL);
+      const { held, release } = await hold('f');
+      const controller = new AbortController();
+      Object.defineProperty(controller.signal, 'aborted', { value: true });
+      const waiting = navigator.locks.request('f', { signal: controller.signal }, () => 'granted').then(() => 'granted', (e) => 'rejected with ' + String(e));
+      const timer = await new Promise((resolve) => setTimeout(() => resolve('ran'), 10));
+      const outcome = await waiting;
+      release();
+      await held;
+      return { timer, outcome };
+    `);
+    assert.deepEqual(ok(r), { timer: 'ran', outcome: 'rejected with undefined' });
+  });
+
   it('DOMException and navigator getters that throw at load: the polyfill loads, Node\'s DOMException, navigator left alone', async function () {
     const r = await inProcess(`
       Object.defineProperty(globalThis, 'DOMException', { get() { throw new Error('DOMException getter'); }, configurable: true });
