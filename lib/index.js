@@ -555,8 +555,9 @@ const managers = new SafeWeakMap()
 // a death. (A thread's end closes its agents in the binding.)
 // Their requests that still wait are left unsettled then, as every other
 // promise is when a process ends: a rejection would only be reported as
-// unhandled, and fail the exit.
-let closeOnExit = false
+// unhandled, and fail the exit. One listener for the thread, whichever copy
+// of lib/ added it (binding.scopes.closeOnExit): one per copy would pile up
+// under a fresh module registry per test file (MaxListeners warning).
 
 function closeHost (backend) {
   if (MapPrototypeGet(openScopes, backend.file) === backend) MapPrototypeDelete(openScopes, backend.file)
@@ -587,9 +588,9 @@ function openLockManager (scope, options) {
       backend = openHost(binding, target)
       MapPrototypeSet(openScopes, target.file, backend)
     }
-    if (!closeOnExit) {
+    if (!binding.scopes.closeOnExit) {
       process.once('exit', closeAll)
-      closeOnExit = true
+      binding.scopes.closeOnExit = true
     }
     let manager = WeakMapPrototypeGet(managers, backend)
     if (manager === undefined) {

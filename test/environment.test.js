@@ -217,6 +217,27 @@ describe('what the per-realm install assumes of the environment', function () {
     assert.deepEqual(ok(r), { installed: false, name: 'NotSupportedError', node: true });
   });
 
+  it('the package loaded again and again in the thread (a fresh module registry each time) listens for the process\'s exit once', async function () {
+    if (process.platform !== 'linux' || process.versions.bun) this.skip();
+    const r = await inProcess(`
+      const fs = require('fs');
+      const path = require('path');
+      const dir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'web-locks-env-'));
+      const warnings = [];
+      process.on('warning', (w) => warnings.push(w.name));
+      const before = process.listenerCount('exit');
+      for (let i = 0; i < 12; i++) {
+        for (const file of Object.keys(require.cache)) if (file.startsWith(path.join(PKG, 'lib'))) delete require.cache[file];
+        await require(PKG).openLockManager('env', { dir });
+      }
+      const listeners = process.listenerCount('exit') - before;
+      await new Promise((resolve) => setImmediate(resolve));
+      fs.rmSync(dir, { recursive: true, force: true });
+      return { listeners, warnings };
+    `);
+    assert.deepEqual(ok(r), { listeners: 1, warnings: [] });
+  });
+
   describe('another installed copy of the package', function () {
     let copy;
 
