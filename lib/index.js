@@ -17,7 +17,7 @@ const {
   MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
   SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener, queueMicrotask
 } = require('./intrinsics.js')
-const { processBackend } = require('./manager-process.js')
+const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./manager-postgres.js')
 const { HOST_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
@@ -518,7 +518,8 @@ class LockManager {
       if (!(this !== null && typeof this === 'object' && #backend in this)) throw new SafeTypeError('Illegal invocation')
       const backend = this.#backend
       if (backend.closed) throw invalidState('query')
-      return PromiseResolve(backend.query())
+      const snapshot = backend.query()
+      return PromiseResolve(backend.native ? snapshotInThisRealm(snapshot) : snapshot)
     } catch (error) {
       return PromiseReject(error)
     }

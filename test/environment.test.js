@@ -23,6 +23,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { PKG } = require('./fixtures/util');
+const { newRealm } = require('./fixtures/realm');
 
 const POLYFILL = path.join(PKG, 'polyfill.js');
 const FORCE = path.join(PKG, 'polyfill', 'force.js');
@@ -236,6 +237,26 @@ describe('what the per-realm install assumes of the environment', function () {
       return { listeners, warnings };
     `);
     assert.deepEqual(ok(r), { listeners: 1, warnings: [] });
+  });
+
+  it('a scope opened first through the package loaded in another realm (jest: an earlier test file): query() gives this realm\'s arrays and objects', async function () {
+    if (process.platform !== 'linux' || process.versions.bun) this.skip();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-env-'));
+    const earlier = newRealm().load(path.join(PKG, 'lib', 'index.js'));
+    const later = newRealm();
+    const { openLockManager } = later.load(path.join(PKG, 'lib', 'index.js'));
+    const first = await earlier.openLockManager('realms', { dir });
+    try {
+      const locks = await openLockManager('realms', { dir });
+      const snapshot = await locks.request('r', () => locks.query());
+      const [Array, Object] = [later.run('Array'), later.run('Object')];
+      assert.ok(snapshot.held instanceof Array && snapshot.pending instanceof Array);
+      assert.equal(Reflect.getPrototypeOf(snapshot.held[0]), Object.prototype);
+      assert.equal(snapshot.held[0].name, 'r');
+    } finally {
+      await first.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   describe('another installed copy of the package', function () {
