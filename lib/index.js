@@ -15,6 +15,7 @@ const {
   SafeSet, SetPrototypeAdd, SetPrototypeDelete, SetPrototypeForEach, SetPrototypeGetSize,
   SafeWeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet, WeakMapPrototypeDelete,
   MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
+  WeakSetPrototypeAdd, WeakSetPrototypeHas,
   SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener, queueMicrotask
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
@@ -556,9 +557,10 @@ const managers = new SafeWeakMap()
 // a death. (A thread's end closes its agents in the binding.)
 // Their requests that still wait are left unsettled then, as every other
 // promise is when a process ends: a rejection would only be reported as
-// unhandled, and fail the exit. One listener for the thread, whichever copy
-// of lib/ added it (binding.scopes.closeOnExit): one per copy would pile up
-// under a fresh module registry per test file (MaxListeners warning).
+// unhandled, and fail the exit. One listener per process object, whichever
+// copy of lib/ added it (binding.scopes.exitHeard): one per copy would pile
+// up under a fresh module registry per test file (MaxListeners warning).
+// (A test environment may give a realm a process object of its own: jest's.)
 
 function closeHost (backend) {
   if (MapPrototypeGet(openScopes, backend.file) === backend) MapPrototypeDelete(openScopes, backend.file)
@@ -589,9 +591,9 @@ function openLockManager (scope, options) {
       backend = openHost(binding, target)
       MapPrototypeSet(openScopes, target.file, backend)
     }
-    if (!binding.scopes.closeOnExit) {
+    if (!WeakSetPrototypeHas(binding.scopes.exitHeard, process)) {
       process.once('exit', closeAll)
-      binding.scopes.closeOnExit = true
+      WeakSetPrototypeAdd(binding.scopes.exitHeard, process)
     }
     let manager = WeakMapPrototypeGet(managers, backend)
     if (manager === undefined) {
