@@ -33,9 +33,13 @@ const { PromiseResolve, ObjectDefineProperty } = require('./intrinsics.js')
 // The addon makes its objects in the realm that first loaded it (its
 // exports are one per thread); a snapshot is copied into the realm of the
 // copy of lib/ whose query() asked (a test file's, under jest), as its
-// promises and errors are. Entries
+// promises and errors are: a snapshot of this realm is kept as it is (the
+// addon defines its entries too). Entries
 // are defined, not assigned, so that no index setter of Array.prototype
 // sees them; names stay the addon's strings (one per name).
+const ArrayPrototype = Array.prototype
+const { getPrototypeOf } = Reflect
+
 function infosInThisRealm (infos) {
   const copy = []
   for (let i = 0; i < infos.length; i++) {
@@ -45,7 +49,9 @@ function infosInThisRealm (infos) {
   return copy
 }
 
-function snapshotInThisRealm ({ held, pending }) {
+function snapshotInThisRealm (snapshot) {
+  const { held, pending } = snapshot
+  if (getPrototypeOf(held) === ArrayPrototype) return snapshot
   return { held: infosInThisRealm(held), pending: infosInThisRealm(pending) }
 }
 
