@@ -16,7 +16,7 @@ const {
   SafeWeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet, WeakMapPrototypeDelete,
   MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
   WeakSetPrototypeAdd, WeakSetPrototypeHas,
-  SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener, queueMicrotask
+  SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
@@ -302,7 +302,8 @@ function adoptNative (request, promise) {
 // is then added again after the dispatch, not during it, where it could be
 // called again by the same dispatch; a signal aborted meanwhile is seen at
 // once by addAbortListener, which calls a listener of an aborted signal in a
-// microtask.
+// microtask. (A reaction of a promise, not queueMicrotask: a test's fake
+// timers, installed before the package loads, would hold that until ticked.)
 const watched = new SafeWeakMap()
 
 function watch (signal, request) {
@@ -341,7 +342,7 @@ function watch (signal, request) {
         aborted = signalOps.aborted(signal)
       } catch {}
       if (!aborted && event !== undefined) {
-        queueMicrotask(listen)
+        PromisePrototypeThen(resolved, listen)
         return
       }
       abortAll(undefined)

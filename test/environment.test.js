@@ -190,6 +190,24 @@ describe('what the per-realm install assumes of the environment', function () {
     assert.equal(ok(r), 'aborted getter');
   });
 
+  it('a test\'s fake queueMicrotask installed before the package loads (jest\'s fake timers): after a dispatched abort event, a real abort still aborts the request', async function () {
+    const r = await inProcess(`
+      globalThis.queueMicrotask = () => {}; // holds every microtask until the test ticks
+      require(POLYFILL);
+      const { held, release } = await hold('g');
+      const controller = new AbortController();
+      const waiting = navigator.locks.request('g', { signal: controller.signal }, () => 'granted').catch((e) => e);
+      controller.signal.dispatchEvent(new Event('abort'));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      controller.abort('real');
+      const outcome = await Promise.race([waiting, new Promise((resolve) => setTimeout(() => resolve('still waiting'), 2000))]);
+      release();
+      await held;
+      return outcome;
+    `);
+    assert.equal(ok(r), 'real');
+  });
+
   it('a signal whose own aborted property says true while it is not aborted: the request rejects, and the thread is not held in endless microtasks', async function () {
     const r = await inProcess(`
       require(POLYFILL);
