@@ -15,9 +15,10 @@ const {
   SafeSet, SetPrototypeAdd, SetPrototypeDelete, SetPrototypeForEach, SetPrototypeGetSize,
   SafeWeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet, WeakMapPrototypeDelete,
   MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
-  SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener, queueMicrotask
+  WeakSetPrototypeAdd, WeakSetPrototypeHas,
+  SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
-const { processBackend } = require('./manager-process.js')
+const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./manager-postgres.js')
 const { HOST_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
@@ -238,15 +239,19 @@ class LockRequest {
 
   // The signal's abort steps (spec 4.3): out of the queue if still there,
   // and the promise rejected with the signal's reason either way.
-  abort () {
+  // With an error: the signal could not be listened to, and that error is
+  // the rejection.
+  abort (error) {
     if (this.settled) return
     this.backend.abort(this)
     const { signal, signalOps } = this.options
-    let reason
-    try {
-      reason = signalOps.reason(signal)
-    } catch (error) {
-      reason = error // an environment's getter that throws: in an abort listener, a throw would end the process
+    let reason = error
+    if (reason === undefined) {
+      try {
+        reason = signalOps.reason(signal)
+      } catch (thrown) {
+        reason = thrown // an environment's getter that throws: in an abort listener, a throw would end the process
+      }
     }
     this.settle(false, reason, ABORTED)
   }
@@ -297,22 +302,38 @@ function adoptNative (request, promise) {
 // is then added again after the dispatch, not during it, where it could be
 // called again by the same dispatch; a signal aborted meanwhile is seen at
 // once by addAbortListener, which calls a listener of an aborted signal in a
-// microtask.
+// microtask. (A reaction of a promise, not queueMicrotask: a test's fake
+// timers, installed before the package loads, would hold that until ticked.)
 const watched = new SafeWeakMap()
-
-function abortOne (request) {
-  request.abort()
-}
 
 function watch (signal, request) {
   let entry = WeakMapPrototypeGet(watched, signal)
   if (entry === undefined) {
     const { signalOps } = request.options
     const waiting = new SafeSet()
+    // Runs in a microtask: what the signal's own addEventListener or
+    // `aborted` throws there would end the process, so it is the requests'
+    // rejection instead, as a getter's throw is in the listener.
     const listen = () => {
-      if (WeakMapPrototypeGet(watched, signal) === entry) entry.listening = addAbortListener(signal, listener)
+      if (WeakMapPrototypeGet(watched, signal) !== entry) return
+      try {
+        entry.listening = addAbortListener(signal, listener)
+      } catch (error) {
+        abortAll(error)
+      }
     }
-    const listener = () => {
+    const abortAll = (error) => {
+      // (A listener left over an empty set, which could not be removed,
+      // leaves a later entry of the signal alone.)
+      if (WeakMapPrototypeGet(watched, signal) === entry) WeakMapPrototypeDelete(watched, signal)
+      SetPrototypeForEach(waiting, (request) => request.abort(error))
+    }
+    // Called with the event by a dispatch, or with nothing by
+    // addAbortListener for a signal it read as aborted: that call is not
+    // re-armed (it would read the same and call again, forever, for a
+    // signal whose own `aborted` property says true while its state does
+    // not), and aborts.
+    const listener = (event) => {
       // A signal whose state cannot be read (an environment's getter that
       // throws) counts as aborted: each request then rejects with what
       // reading its reason throws, rather than wait on a broken signal.
@@ -320,14 +341,11 @@ function watch (signal, request) {
       try {
         aborted = signalOps.aborted(signal)
       } catch {}
-      if (!aborted) {
-        queueMicrotask(listen)
+      if (!aborted && event !== undefined) {
+        PromisePrototypeThen(resolved, listen)
         return
       }
-      // (A listener left over an empty set, which could not be removed,
-      // leaves a later entry of the signal alone.)
-      if (WeakMapPrototypeGet(watched, signal) === entry) WeakMapPrototypeDelete(watched, signal)
-      SetPrototypeForEach(waiting, abortOne)
+      abortAll(undefined)
     }
     entry = { waiting, listening: addAbortListener(signal, listener) }
     WeakMapPrototypeSet(watched, signal, entry)
@@ -502,7 +520,8 @@ class LockManager {
       if (!(this !== null && typeof this === 'object' && #backend in this)) throw new SafeTypeError('Illegal invocation')
       const backend = this.#backend
       if (backend.closed) throw invalidState('query')
-      return PromiseResolve(backend.query())
+      const snapshot = backend.query()
+      return PromiseResolve(backend.native ? snapshotInThisRealm(snapshot) : snapshot)
     } catch (error) {
       return PromiseReject(error)
     }
@@ -539,8 +558,10 @@ const managers = new SafeWeakMap()
 // a death. (A thread's end closes its agents in the binding.)
 // Their requests that still wait are left unsettled then, as every other
 // promise is when a process ends: a rejection would only be reported as
-// unhandled, and fail the exit.
-let closeOnExit = false
+// unhandled, and fail the exit. One listener per process object, whichever
+// copy of lib/ added it (binding.scopes.exitHeard): one per copy would pile
+// up under a fresh module registry per test file (MaxListeners warning).
+// (A test environment may give a realm a process object of its own: jest's.)
 
 function closeHost (backend) {
   if (MapPrototypeGet(openScopes, backend.file) === backend) MapPrototypeDelete(openScopes, backend.file)
@@ -571,9 +592,9 @@ function openLockManager (scope, options) {
       backend = openHost(binding, target)
       MapPrototypeSet(openScopes, target.file, backend)
     }
-    if (!closeOnExit) {
+    if (!WeakSetPrototypeHas(binding.scopes.exitHeard, process)) {
       process.once('exit', closeAll)
-      closeOnExit = true
+      WeakSetPrototypeAdd(binding.scopes.exitHeard, process)
     }
     let manager = WeakMapPrototypeGet(managers, backend)
     if (manager === undefined) {

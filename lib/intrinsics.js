@@ -129,6 +129,5 @@ module.exports = {
   // Listens once to a signal's abort event in a way that another listener's
   // stopImmediatePropagation() cannot cancel; returns a disposable.
   addAbortListener,
-  queueMicrotask,
   performanceNow: ReflectApply.bind(undefined, performance.now, performance, [])
 }

@@ -19,7 +19,10 @@
 //   there; if it was granted meanwhile, the grant still comes (the shim
 //   then releases it). It never throws: it runs in an abort listener.
 // - forget(request): the request is done with (a miss, or dropped).
-// - query(): { held, pending }, or a promise of it.
+// - query(): { held, pending }, or a promise of it. A native backend's
+//   (native: true) is the addon's own objects, which the shim copies into
+//   its realm (snapshotInThisRealm): a scope's backend is shared by every
+//   copy of lib/ on the thread, in whichever realm each was loaded.
 // - close(), if present: this thread leaves the manager; every request of
 //   it that is not done gets request.drop(). May return a promise.
 // - closed: whether it has.
@@ -28,10 +31,15 @@ const { IO_RESULT } = require('./events.js')
 const { PromiseResolve, ObjectDefineProperty } = require('./intrinsics.js')
 
 // The addon makes its objects in the realm that first loaded it (its
-// exports are one per thread); a snapshot is copied into this copy of lib/'s
-// realm (a test file's, under jest), as its promises and errors are. Entries
+// exports are one per thread); a snapshot is copied into the realm of the
+// copy of lib/ whose query() asked (a test file's, under jest), as its
+// promises and errors are: a snapshot of this realm is kept as it is (the
+// addon defines its entries too). Entries
 // are defined, not assigned, so that no index setter of Array.prototype
 // sees them; names stay the addon's strings (one per name).
+const ArrayPrototype = Array.prototype
+const { getPrototypeOf } = Reflect
+
 function infosInThisRealm (infos) {
   const copy = []
   for (let i = 0; i < infos.length; i++) {
@@ -41,7 +49,9 @@ function infosInThisRealm (infos) {
   return copy
 }
 
-function snapshotInThisRealm ({ held, pending }) {
+function snapshotInThisRealm (snapshot) {
+  const { held, pending } = snapshot
+  if (getPrototypeOf(held) === ArrayPrototype) return snapshot
   return { held: infosInThisRealm(held), pending: infosInThisRealm(pending) }
 }
 
@@ -52,6 +62,7 @@ function snapshotInThisRealm ({ held, pending }) {
 function nativeBackend ({ requests, io }, ops) {
   const backend = {
     closed: false,
+    native: true,
     request (name, how, request) {
       ops.request(name, how)
       // The slot's id * 2, + 1 if the lock was free.
@@ -82,7 +93,7 @@ function nativeBackend ({ requests, io }, ops) {
     forget (request) {
       requests[request.id] = undefined
     },
-    query: () => snapshotInThisRealm(ops.query()),
+    query: ops.query,
     close: undefined
   }
   if (ops.close !== undefined) {
@@ -106,4 +117,4 @@ function processBackend (binding) {
   return nativeBackend(binding, { request, release, abort, query })
 }
 
-module.exports = { nativeBackend, processBackend }
+module.exports = { nativeBackend, processBackend, snapshotInThisRealm }

@@ -2,6 +2,8 @@
  * dictionary. */
 #include "binding.h"
 
+#include <stdio.h>
+
 /* Entries of one name share one JS string (names[i], made on first use):
  * a long name held or awaited many times is copied once. */
 static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
@@ -27,7 +29,15 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
       WLB_CALL(env, napi_create_object(env, &entry));
       WLB_CALL(env, napi_define_properties(env, entry, 3, props));
     }
-    WLB_CALL(env, napi_set_element(env, array, (uint32_t)i, entry));
+    /* Defined, not set: an index setter that other code put on
+     * Array.prototype would get the entry (napi_set_element is [[Set]]). */
+    {
+      char index[24];
+      napi_property_descriptor element = {index, NULL, NULL, NULL,
+                                          NULL,  entry, WLB_DATA, NULL};
+      snprintf(index, sizeof(index), "%lu", (unsigned long)i);
+      WLB_CALL(env, napi_define_properties(env, array, 1, &element));
+    }
   }
   return array;
 }

@@ -23,6 +23,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { PKG } = require('./fixtures/util');
+const { newRealm } = require('./fixtures/realm');
 
 const POLYFILL = path.join(PKG, 'polyfill.js');
 const FORCE = path.join(PKG, 'polyfill', 'force.js');
@@ -154,6 +155,75 @@ describe('what the per-realm install assumes of the environment', function () {
     assert.equal(ok(r), 'granted');
   });
 
+  // After an 'abort' event dispatched on a signal that is not aborted, the
+  // listener is added again in a microtask, through the signal's own
+  // addEventListener and `aborted`: what they throw there is the request's
+  // rejection, not an uncaught exception.
+  it('a signal whose addEventListener throws once an abort event was dispatched on it: the request rejects with that error, the process goes on', async function () {
+    const r = await inProcess(`
+      require(POLYFILL);
+      const { held, release } = await hold('d');
+      const controller = new AbortController();
+      const waiting = navigator.locks.request('d', { signal: controller.signal }, () => 'granted').catch((e) => e);
+      controller.signal.addEventListener = () => { throw new Error('addEventListener'); };
+      controller.signal.dispatchEvent(new Event('abort'));
+      const error = await waiting;
+      release();
+      await held;
+      return { message: error.message, free: (await navigator.locks.query()).held.length === 0 };
+    `);
+    assert.deepEqual(ok(r), { message: 'addEventListener', free: true });
+  });
+
+  it('an environment\'s signal whose aborted getter throws once an abort event was dispatched on it: the request rejects with that error', async function () {
+    const r = await inProcess(`${ENV_SIGNAL}
+      const { held, release } = await hold('e');
+      const signal = new EnvSignal();
+      const waiting = navigator.locks.request('e', { signal }, () => 'granted').catch((e) => e);
+      signal.dispatchEvent(new Event('abort'));
+      broken = true;
+      const error = await waiting;
+      release();
+      await held;
+      return error.message;
+    `);
+    assert.equal(ok(r), 'aborted getter');
+  });
+
+  it('a test\'s fake queueMicrotask installed before the package loads (jest\'s fake timers): after a dispatched abort event, a real abort still aborts the request', async function () {
+    const r = await inProcess(`
+      globalThis.queueMicrotask = () => {}; // holds every microtask until the test ticks
+      require(POLYFILL);
+      const { held, release } = await hold('g');
+      const controller = new AbortController();
+      const waiting = navigator.locks.request('g', { signal: controller.signal }, () => 'granted').catch((e) => e);
+      controller.signal.dispatchEvent(new Event('abort'));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      controller.abort('real');
+      const outcome = await Promise.race([waiting, new Promise((resolve) => setTimeout(() => resolve('still waiting'), 2000))]);
+      release();
+      await held;
+      return outcome;
+    `);
+    assert.equal(ok(r), 'real');
+  });
+
+  it('a signal whose own aborted property says true while it is not aborted: the request rejects, and the thread is not held in endless microtasks', async function () {
+    const r = await inProcess(`
+      require(POLYFILL);
+      const { held, release } = await hold('f');
+      const controller = new AbortController();
+      Object.defineProperty(controller.signal, 'aborted', { value: true });
+      const waiting = navigator.locks.request('f', { signal: controller.signal }, () => 'granted').then(() => 'granted', (e) => 'rejected with ' + String(e));
+      const timer = await new Promise((resolve) => setTimeout(() => resolve('ran'), 10));
+      const outcome = await waiting;
+      release();
+      await held;
+      return { timer, outcome };
+    `);
+    assert.deepEqual(ok(r), { timer: 'ran', outcome: 'rejected with undefined' });
+  });
+
   it('DOMException and navigator getters that throw at load: the polyfill loads, Node\'s DOMException, navigator left alone', async function () {
     const r = await inProcess(`
       Object.defineProperty(globalThis, 'DOMException', { get() { throw new Error('DOMException getter'); }, configurable: true });
@@ -164,6 +234,47 @@ describe('what the per-realm install assumes of the environment', function () {
       return { installed, name: error.name, node: error instanceof nodeDOMException() };
     `);
     assert.deepEqual(ok(r), { installed: false, name: 'NotSupportedError', node: true });
+  });
+
+  it('the package loaded again and again in the thread (a fresh module registry each time) listens for the process\'s exit once', async function () {
+    if (process.platform !== 'linux' || process.versions.bun) this.skip();
+    const r = await inProcess(`
+      const fs = require('fs');
+      const path = require('path');
+      const dir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'web-locks-env-'));
+      const warnings = [];
+      process.on('warning', (w) => warnings.push(w.name));
+      const before = process.listenerCount('exit');
+      for (let i = 0; i < 12; i++) {
+        for (const file of Object.keys(require.cache)) if (file.startsWith(path.join(PKG, 'lib'))) delete require.cache[file];
+        await require(PKG).openLockManager('env', { dir });
+      }
+      const listeners = process.listenerCount('exit') - before;
+      await new Promise((resolve) => setImmediate(resolve));
+      fs.rmSync(dir, { recursive: true, force: true });
+      return { listeners, warnings };
+    `);
+    assert.deepEqual(ok(r), { listeners: 1, warnings: [] });
+  });
+
+  it('a scope opened first through the package loaded in another realm (jest: an earlier test file): query() gives this realm\'s arrays and objects', async function () {
+    if (process.platform !== 'linux' || process.versions.bun) this.skip();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-env-'));
+    const earlier = newRealm().load(path.join(PKG, 'lib', 'index.js'));
+    const later = newRealm();
+    const { openLockManager } = later.load(path.join(PKG, 'lib', 'index.js'));
+    const first = await earlier.openLockManager('realms', { dir });
+    try {
+      const locks = await openLockManager('realms', { dir });
+      const snapshot = await locks.request('r', () => locks.query());
+      const [Array, Object] = [later.run('Array'), later.run('Object')];
+      assert.ok(snapshot.held instanceof Array && snapshot.pending instanceof Array);
+      assert.equal(Reflect.getPrototypeOf(snapshot.held[0]), Object.prototype);
+      assert.equal(snapshot.held[0].name, 'r');
+    } finally {
+      await first.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   describe('another installed copy of the package', function () {

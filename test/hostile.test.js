@@ -376,6 +376,22 @@ describe('hostile environment', function () {
     });
   });
 
+  describe('query() under an index setter on Array.prototype (after load)', function () {
+    it('shows every entry, and the setter sees none of them', async function () {
+      const r = await runScript(`
+        const { locks } = require(PKG);
+        let seen = 0;
+        Object.defineProperty(Array.prototype, '0', { set() { seen++; }, configurable: true });
+        Object.defineProperty(Array.prototype, '1', { set() { seen++; }, configurable: true });
+        locks.request('q', async () => {
+          const snapshot = await locks.request('r', () => locks.query()).then((s) => s, (e) => e.message);
+          process.stdout.write(JSON.stringify({ seen, held: snapshot.held && snapshot.held.map((l) => l.name).sort() }) + '\\n');
+        });
+      `);
+      assert.deepEqual(r, { seen: 0, held: ['q', 'r'] });
+    });
+  });
+
   describe('query() with many entries on one long name', function () {
     it('makes one string per distinct name: 200 entries on a 4 MB name cost one copy', async function () {
       const seen = await runScript(`
