@@ -19,7 +19,7 @@ const {
   SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
-const { hostTarget, openHost } = require('./manager-host.js')
+const { hostTarget, openHost, hostBackend } = require('./manager-host.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./manager-postgres.js')
 const { HOST_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
 const {
@@ -546,10 +546,11 @@ class LockManager {
   }
 }
 
-// This thread's open machine-wide managers: their backends by file, shared
-// by every copy of lib/ on the thread (binding.js), so that opening a scope
-// again gives the same agent until it is closed (through any copy); and
-// this copy's LockManager of each, so that it gives the same object.
+// This thread's agents of machine-wide managers, by file, shared by every
+// copy of lib/ on the thread (binding.js), so that opening a scope again
+// gives the same agent until it is closed (through any copy); and this
+// copy's LockManager of each, so that it gives the same object, over a
+// backend of its own that makes its errors in this copy's realm.
 const openScopes = binding.scopes.open
 const managers = new SafeWeakMap()
 
@@ -564,13 +565,18 @@ const managers = new SafeWeakMap()
 // (A test environment may give a realm a process object of its own: jest's.)
 
 function closeHost (backend) {
-  if (MapPrototypeGet(openScopes, backend.file) === backend) MapPrototypeDelete(openScopes, backend.file)
+  const { agent } = backend
+  if (MapPrototypeGet(openScopes, agent.file) === agent) MapPrototypeDelete(openScopes, agent.file)
   return backend.close()
+}
+
+function closeAgent (agent) {
+  closeHost(hostBackend(binding, agent))
 }
 
 function closeAll () {
   binding.scopes.exiting = true
-  MapPrototypeForEach(openScopes, closeHost)
+  MapPrototypeForEach(openScopes, closeAgent)
 }
 
 // openLockManager(scope, [options]): this thread's agent of the lock
@@ -587,19 +593,19 @@ function openLockManager (scope, options) {
       return PromisePrototypeThen(openPostgres(target), (backend) => new LockManager(kToken, backend))
     }
     const target = hostTarget(scope, options)
-    let backend = MapPrototypeGet(openScopes, target.file)
-    if (backend === undefined) {
-      backend = openHost(binding, target)
-      MapPrototypeSet(openScopes, target.file, backend)
+    let agent = MapPrototypeGet(openScopes, target.file)
+    if (agent === undefined) {
+      agent = openHost(binding, target)
+      MapPrototypeSet(openScopes, target.file, agent)
     }
     if (!WeakSetPrototypeHas(binding.scopes.exitHeard, process)) {
       process.once('exit', closeAll)
       WeakSetPrototypeAdd(binding.scopes.exitHeard, process)
     }
-    let manager = WeakMapPrototypeGet(managers, backend)
+    let manager = WeakMapPrototypeGet(managers, agent)
     if (manager === undefined) {
-      manager = new LockManager(kToken, backend)
-      WeakMapPrototypeSet(managers, backend, manager)
+      manager = new LockManager(kToken, hostBackend(binding, agent))
+      WeakMapPrototypeSet(managers, agent, manager)
     }
     return PromiseResolve(manager)
   } catch (error) {

@@ -79,35 +79,24 @@ function damaged (file) {
   return error
 }
 
-// A backend (see manager-process.js) for one thread's agent of the manager
-// in `file`.
-function hostBackend (binding, handle, file) {
+// This copy's backend (see manager-process.js) for the thread's agent of
+// the manager in agent.file, which every copy of lib/ on the thread shares
+// (openHost); its errors are made in this copy's realm.
+function hostBackend (binding, agent) {
   const { scopeRequest, release, abort, scopeQuery, close } = binding
-  const translate = (error) => {
-    if (error !== null && typeof error === 'object' && error.code === 'ENOMEM') return quotaExceeded(file)
-    if (error !== null && typeof error === 'object' && error.code === 'ECORRUPT') return damaged(file)
-    return realmError(error)
-  }
+  const { handle, file } = agent
   const backend = nativeBackend(binding, {
-    request (name, how) {
-      try {
-        scopeRequest(handle, name, how)
-      } catch (error) {
-        throw translate(error)
-      }
-    },
+    request: (name, how) => scopeRequest(handle, name, how),
     release,
     abort,
-    query () {
-      try {
-        return scopeQuery(handle)
-      } catch (error) {
-        throw translate(error)
-      }
-    },
+    query: () => scopeQuery(handle),
     close: () => close(handle),
-    translate
-  })
+    translate (error) {
+      if (error !== null && typeof error === 'object' && error.code === 'ENOMEM') return quotaExceeded(file)
+      if (error !== null && typeof error === 'object' && error.code === 'ECORRUPT') return damaged(file)
+      return realmError(error)
+    }
+  }, agent)
   backend.file = file
   backend.failure = () => damaged(file)
   return backend
@@ -123,7 +112,8 @@ function hostTarget (scope, options) {
   return { file: path.join(path.resolve(dir), `web-locks.${scope}`), size, mode }
 }
 
-// Opens this thread's agent of the manager in target.file. Throws an Error
+// Opens this thread's agent of the manager in target.file: { handle,
+// file, closed }, for hostBackend. Throws an Error
 // whose code says what is wrong with the file and whose message names it,
 // or a NotSupportedError from a build without the machine-wide manager (any
 // platform but Linux, or WEB_LOCKS_NO_SHARED at install: binding.gyp).
@@ -146,7 +136,7 @@ function openHost (binding, { file, size, mode }) {
   } catch (error) {
     throw realmError(error, 'web-locks: ')
   }
-  return hostBackend(binding, handle, file)
+  return { handle, file, closed: false }
 }
 
-module.exports = { hostTarget, openHost, isScope, SCOPE_MAX }
+module.exports = { hostTarget, openHost, hostBackend, isScope, SCOPE_MAX }

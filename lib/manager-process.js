@@ -28,7 +28,7 @@
 // - closed: whether it has.
 
 const { IO_RESULT } = require('./events.js')
-const { PromiseResolve, ObjectDefineProperty } = require('./intrinsics.js')
+const { PromiseResolve, ObjectDefineProperty, realmError } = require('./intrinsics.js')
 
 // The addon makes its objects in the realm that first loaded it (its
 // exports are one per thread); a snapshot is copied into the realm of the
@@ -57,14 +57,22 @@ function snapshotInThisRealm (snapshot) {
 
 // A backend on the core: the native calls `ops` ({ request(name, how),
 // release(id), abort(id), query(), close() if the agent can leave, and
-// translate(error) for the errors a release can throw, if it can }) of the
-// binding whose table and io the requests go through.
-function nativeBackend ({ requests, io }, ops) {
+// translate(error), which makes what the addon throws an error of this
+// copy's realm }) of the binding whose table and io the requests go
+// through, for `agent` ({ closed }): the thread's agent of the manager,
+// which the backends of every copy of lib/ on the thread that opened it
+// share (a machine-wide scope's), each making its errors in its own realm.
+function nativeBackend ({ requests, io }, ops, agent) {
   const backend = {
-    closed: false,
+    agent,
+    get closed () { return agent.closed },
     native: true,
     request (name, how, request) {
-      ops.request(name, how)
+      try {
+        ops.request(name, how)
+      } catch (error) {
+        throw ops.translate(error)
+      }
       // The slot's id * 2, + 1 if the lock was free.
       const result = io[IO_RESULT]
       const id = result >>> 1
@@ -77,15 +85,15 @@ function nativeBackend ({ requests, io }, ops) {
     // every request of the manager is then delivered.
     release (request) {
       requests[request.id] = undefined
-      if (backend.closed) return false
+      if (agent.closed) return false
       try {
         return ops.release(request.id)
       } catch (error) {
-        return PromiseResolve(ops.translate === undefined ? error : ops.translate(error))
+        return PromiseResolve(ops.translate(error))
       }
     },
     abort (request) {
-      if (backend.closed) return
+      if (agent.closed) return
       try {
         if (ops.abort(request.id)) requests[request.id] = undefined
       } catch {}
@@ -93,19 +101,26 @@ function nativeBackend ({ requests, io }, ops) {
     forget (request) {
       requests[request.id] = undefined
     },
-    query: ops.query,
+    query () {
+      try {
+        return ops.query()
+      } catch (error) {
+        throw ops.translate(error)
+      }
+    },
     close: undefined
   }
   if (ops.close !== undefined) {
-    // close() frees the slots of this agent's requests: their ids, and so
-    // the table's entries, go (the same ids may be reused by other
-    // managers' requests at once).
+    // close() frees the slots of this agent's requests, made through any
+    // copy of lib/: their ids, and so the table's entries, go (the same ids
+    // may be reused by other managers' requests at once).
     backend.close = () => {
-      backend.closed = true
+      if (agent.closed) return
+      agent.closed = true
       ops.close()
       for (let id = 0; id < requests.length; id++) {
         const request = requests[id]
-        if (request !== undefined && request.backend === backend) request.drop()
+        if (request !== undefined && request.backend.agent === agent) request.drop()
       }
     }
   }
@@ -114,7 +129,7 @@ function nativeBackend ({ requests, io }, ops) {
 
 function processBackend (binding) {
   const { request, release, abort, query } = binding
-  return nativeBackend(binding, { request, release, abort, query })
+  return nativeBackend(binding, { request, release, abort, query, translate: realmError }, { closed: false })
 }
 
 module.exports = { nativeBackend, processBackend, snapshotInThisRealm }

@@ -277,6 +277,46 @@ describe('what the per-realm install assumes of the environment', function () {
     }
   });
 
+  it('a scope opened first through the package loaded in another realm: its errors are this realm\'s (QuotaExceededError, NotSupportedError), and closing through either realm drops both realms\' requests', async function () {
+    if (process.platform !== 'linux' || process.versions.bun) this.skip();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-env-'));
+    // Each realm with a DOMException of its own, as jsdom's in each test
+    // file, which its polyfill adopts.
+    const realm = () => {
+      const r = newRealm();
+      r.run('globalThis.DOMException = class DOMException extends Error { constructor (message, name) { super(message); this.name = name } }');
+      r.load(path.join(PKG, 'lib', 'install.js'))(false);
+      return r;
+    };
+    const earlier = realm();
+    const later = realm();
+    const first = await earlier.load(path.join(PKG, 'lib', 'index.js')).openLockManager('full', { dir, size: 8192 });
+    try {
+      const locks = await later.load(path.join(PKG, 'lib', 'index.js')).openLockManager('full', { dir, size: 8192 });
+      const LaterDOMException = later.run('DOMException');
+      const early = first.request('held-early', () => new Promise(() => {})).catch((e) => e);
+      let quota;
+      const waiting = [];
+      for (let i = 0; quota === undefined && i < 10000; i++) {
+        waiting.push(locks.request(`n${i}`, () => new Promise(() => {})).catch((e) => { quota = quota || e; return e; }));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      assert.ok(quota instanceof LaterDOMException, 'a full scope rejects with this realm\'s DOMException');
+      assert.equal(quota.name, 'QuotaExceededError');
+      const reserved = await locks.request('-x', () => {}).catch((e) => e);
+      assert.ok(reserved instanceof LaterDOMException);
+      await first.close();
+      const dropped = await Promise.all([early, ...waiting.slice(0, 3)]);
+      assert.ok(dropped[0] instanceof earlier.run('DOMException') && dropped[0].name === 'AbortError');
+      for (const e of dropped.slice(1)) assert.ok(e instanceof LaterDOMException && e.name === 'AbortError');
+      const closed = await locks.request('after', () => {}).catch((e) => e);
+      assert.ok(closed instanceof LaterDOMException && closed.name === 'InvalidStateError');
+    } finally {
+      await first.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   describe('another installed copy of the package', function () {
     let copy;
 
