@@ -128,6 +128,17 @@ void wl__wake_close(wl_manager_t *m, uint64_t wake, int fd) {
     unlink(path);
 }
 
+/* Whether the FIFO at name has no reader (ENXIO): only those are gathered,
+ * so that live agents' FIFOs, however many, take no place among the
+ * WL__ORPHANS; wl__wake_reap asks again under the mutex. */
+static int wl__unread(int dir, const char *name) {
+  int fd = openat(dir, name, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+
+  if (fd >= 0)
+    close(fd);
+  return fd < 0 && errno == ENXIO;
+}
+
 /* A FIFO that no process reads is an agent's that died. The sweep removes
  * those of the agents it ends, by the numbers in their records, but in a
  * sticky directory (/dev/shm) only a file's owner (or root) may remove it:
@@ -163,7 +174,8 @@ unsigned wl__wake_orphans(const wl_manager_t *m, uint64_t *wake,
     wake[n] = strtoull(e->d_name + baselen + 1, NULL, 16);
     if (wake[n] != 0 &&
         fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISFIFO(st.st_mode) && st.st_uid == geteuid())
+        S_ISFIFO(st.st_mode) && st.st_uid == geteuid() &&
+        wl__unread(dirfd(d), e->d_name))
       n++;
   }
   closedir(d);

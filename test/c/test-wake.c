@@ -256,11 +256,51 @@ static void test_taken_name_drawn_again(void) {
   tshm_remove(path);
 }
 
+/* The FIFOs that the next opener removes are those no process reads,
+ * however many the scope's live agents of this user have beside them: a
+ * user with more live agents than WL__ORPHANS still has its dead ones
+ * removed. Made dead first and last, so that one of them is past the first
+ * WL__ORPHANS entries whichever order the directory lists them in. */
+static void test_orphans_among_many_live(void) {
+  char first[256], last[256], live[256];
+  int fds[WL__ORPHANS + 1];
+  wl_manager_t *m;
+  struct stat st;
+  unsigned i;
+
+  tshm_path(path, sizeof(path), "wake-orphans-many");
+  wl_segment_close(tsegment_open(path, SIZE));
+  fifo_of(first, sizeof(first), 0x1000);
+  ASSERT_EQ(0, mkfifo(first, 0600));
+  for (i = 0; i <= WL__ORPHANS; i++) {
+    fifo_of(live, sizeof(live), 0x2000 + i);
+    ASSERT_EQ(0, mkfifo(live, 0600));
+    fds[i] = open(live, O_RDWR | O_NONBLOCK);
+    ASSERT(fds[i] >= 0);
+  }
+  fifo_of(last, sizeof(last), 0x3000);
+  ASSERT_EQ(0, mkfifo(last, 0600));
+  m = tsegment_open(path, SIZE);
+  ASSERT(lstat(first, &st) == -1 && errno == ENOENT);
+  ASSERT(lstat(last, &st) == -1 && errno == ENOENT);
+  wl_segment_close(m);
+  for (i = 0; i <= WL__ORPHANS; i++) {
+    fifo_of(live, sizeof(live), 0x2000 + i);
+    ASSERT_EQ(0, lstat(live, &st));
+    close(fds[i]);
+    unlink(live);
+  }
+  unlink(first);
+  unlink(last);
+  tshm_remove(path);
+}
+
 int main(void) {
   RUN(test_release_wakes_another_process);
   RUN(test_taken_name_drawn_again);
   RUN(test_names_and_modes);
   RUN(test_orphans_removed);
+  RUN(test_orphans_among_many_live);
   RUN(test_local_agents_have_none);
   return 0;
 }
