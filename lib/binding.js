@@ -24,7 +24,8 @@ const binding = loadBinding(path.join(__dirname, '..'))
 // installed (lib/install.js). And the thread's agents of machine-wide
 // managers: their backends by file (index.js's openLockManager), so that
 // every copy of lib/ on the thread opens a scope as one agent, and whether
-// the thread is leaving them as its process exits.
+// the thread is leaving them as its process exits (and the process objects
+// a copy has asked to close them on exit).
 if (!Object.hasOwn(binding, 'requests')) setUp()
 
 module.exports = binding
@@ -89,5 +90,5 @@ function setUp () {
   Object.defineProperty(binding, 'io', { value: io })
   Object.defineProperty(binding, 'requests', { value: table })
   Object.defineProperty(binding, 'polyfilled', { value: new SafeWeakSet() })
-  Object.defineProperty(binding, 'scopes', { value: { open: new SafeMap(), exiting: false } })
+  Object.defineProperty(binding, 'scopes', { value: { open: new SafeMap(), closeOnExit: new SafeWeakSet(), exiting: false } })
 }

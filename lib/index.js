@@ -15,7 +15,7 @@ const {
   SafeSet, SetPrototypeAdd, SetPrototypeDelete, SetPrototypeForEach, SetPrototypeGetSize,
   SafeWeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet, WeakMapPrototypeDelete,
   MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
-  SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener, queueMicrotask
+  WeakSetPrototypeHas, WeakSetPrototypeAdd, SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener, queueMicrotask
 } = require('./intrinsics.js')
 const { processBackend } = require('./manager-process.js')
 const { hostTarget, openHost } = require('./manager-host.js')
@@ -539,8 +539,10 @@ const managers = new SafeWeakMap()
 // a death. (A thread's end closes its agents in the binding.)
 // Their requests that still wait are left unsettled then, as every other
 // promise is when a process ends: a rejection would only be reported as
-// unhandled, and fail the exit.
-let closeOnExit = false
+// unhandled, and fail the exit. One listener per process object, whichever
+// copy of lib/ added it (binding.js): closeAll closes every copy's scopes,
+// and a listener per copy would pile up on one process under fresh module
+// registries; a realm with a process object of its own (jest's) gets its own.
 
 function closeHost (backend) {
   if (MapPrototypeGet(openScopes, backend.file) === backend) MapPrototypeDelete(openScopes, backend.file)
@@ -571,9 +573,9 @@ function openLockManager (scope, options) {
       backend = openHost(binding, target)
       MapPrototypeSet(openScopes, target.file, backend)
     }
-    if (!closeOnExit) {
+    if (!WeakSetPrototypeHas(binding.scopes.closeOnExit, process)) {
       process.once('exit', closeAll)
-      closeOnExit = true
+      WeakSetPrototypeAdd(binding.scopes.closeOnExit, process)
     }
     let manager = WeakMapPrototypeGet(managers, backend)
     if (manager === undefined) {
