@@ -295,8 +295,62 @@ static void test_orphans_among_many_live(void) {
   tshm_remove(path);
 }
 
+/* A number in a dead agent's record names a FIFO to remove only if a FIFO
+ * that no process reads is there: anyone who may write the file can write
+ * any number, and "<path>.<16 hex digits>" is also the file of another
+ * scope (scope "s.0123456789abcdef" beside scope "s"), or a live agent's
+ * FIFO, which the sweep must leave. */
+#define OTHER_SCOPE 0x0123456789abcdefULL
+#define LIVE_FIFO 0x0fedcba987654321ULL
+static void agent_naming_another_file(const char *file, int in, int out) {
+  wl_manager_t *m = tsegment_open(file, SIZE);
+  wl_agent_t a, b;
+  char byte;
+
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("h"), tignore_notify));
+  ASSERT_EQ(0, wl_agent_init(m, &b, ID("i"), tignore_notify));
+  WL__REC(m, a.off, wl__agent_t)->wake = OTHER_SCOPE;
+  WL__REC(m, b.off, wl__agent_t)->wake = LIVE_FIFO;
+  ASSERT_EQ(1, write(out, "r", 1));
+  (void)read(in, &byte, 1);
+  _exit(0);
+}
+
+static void test_sweep_removes_only_unread_fifos(void) {
+  char other[256], live[256];
+  wl_manager_t *m;
+  tchild_t child;
+  struct stat st;
+  int fd, live_fd;
+
+  tshm_path(path, sizeof(path), "wake-other-file");
+  fifo_of(other, sizeof(other), OTHER_SCOPE);
+  fd = open(other, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  ASSERT(fd >= 0);
+  ASSERT_EQ(4, write(fd, "mine", 4));
+  close(fd);
+  fifo_of(live, sizeof(live), LIVE_FIFO);
+  ASSERT_EQ(0, mkfifo(live, 0600));
+  live_fd = open(live, O_RDWR | O_NONBLOCK);
+  ASSERT(live_fd >= 0);
+  tchild_run(&child, path, agent_naming_another_file);
+  ASSERT_EQ('r', tchild_do(&child, 'g'));
+  tchild_kill(&child);
+  tchild_reaped(&child, 1);
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, lstat(other, &st));
+  ASSERT(S_ISREG(st.st_mode) && st.st_size == 4);
+  ASSERT_EQ(0, lstat(live, &st));
+  wl_segment_close(m);
+  close(live_fd);
+  unlink(live);
+  unlink(other);
+  tshm_remove(path);
+}
+
 int main(void) {
   RUN(test_release_wakes_another_process);
+  RUN(test_sweep_removes_only_unread_fifos);
   RUN(test_taken_name_drawn_again);
   RUN(test_names_and_modes);
   RUN(test_orphans_removed);
