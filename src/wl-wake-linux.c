@@ -119,6 +119,24 @@ int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint64_t *wake) {
   return fd;
 }
 
+/* Only a FIFO is removed: the number may come from the file (a dead
+ * agent's record), which anyone who may write it can set, and
+ * "<path>.<16 hex digits>" is also the name of another scope's file (scope
+ * "s.0123456789abcdef" beside scope "s"). Not only one that no process
+ * reads: a killed process's lock on the file is released (and its agents
+ * swept) before its FIFOs are closed. In a sticky directory no other user
+ * can put another file at the name in between. */
+void wl__wake_close(wl_manager_t *m, uint64_t wake, int fd) {
+  char path[WL__FIFO_PATH_MAX];
+  struct stat st;
+
+  if (fd >= 0)
+    close(fd);
+  if (wake != 0 && wl__fifo_path(m, wake, path, sizeof(path)) == 0 &&
+      lstat(path, &st) == 0 && S_ISFIFO(st.st_mode))
+    unlink(path);
+}
+
 /* Whether the FIFO at name has no reader (ENXIO): only those are gathered,
  * so that live agents' FIFOs, however many, take no place among the
  * WL__ORPHANS; wl__wake_reap asks again under the mutex. */
@@ -128,24 +146,6 @@ static int wl__unread(int dir, const char *name) {
   if (fd >= 0)
     close(fd);
   return fd < 0 && errno == ENXIO;
-}
-
-/* Only a FIFO is removed, and, by a number read from the file (fd < 0: a
- * dead agent's record, which anyone who may write the file can set), only
- * one that no process reads: "<path>.<16 hex digits>" is also the name of
- * another scope's file (scope "s.0123456789abcdef" beside scope "s"), and
- * of a live agent's FIFO, which would then never be woken. In a sticky
- * directory no other user can put another file at the name in between. */
-void wl__wake_close(wl_manager_t *m, uint64_t wake, int fd) {
-  char path[WL__FIFO_PATH_MAX];
-  struct stat st;
-
-  if (fd >= 0)
-    close(fd);
-  if (wake != 0 && wl__fifo_path(m, wake, path, sizeof(path)) == 0 &&
-      lstat(path, &st) == 0 && S_ISFIFO(st.st_mode) &&
-      (fd >= 0 || wl__unread(AT_FDCWD, path)))
-    unlink(path);
 }
 
 /* A FIFO that no process reads is an agent's that died. The sweep removes
