@@ -527,8 +527,8 @@ int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint64_t *wake);
 void wl__wake_close(wl_manager_t *m, uint64_t wake, int fd);
 void wl__wake(wl_manager_t *m, wl_off_t agent);
 /* FIFOs of this process's user beside the file, left by agents that died:
- * up to max of their numbers, gathered without the mutex; then, under it,
- * those that no process reads are removed. */
+ * up to max numbers of those that no process reads, gathered without the
+ * mutex; then, under it, those that still have no reader are removed. */
 #define WL__ORPHANS 64
 unsigned wl__wake_orphans(const wl_manager_t *m, uint64_t *wake,
                           unsigned max);

@@ -89,7 +89,7 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
     uint64_t size;
     WL__HIDE(cls);
     WL__HIDE(kind);
-    if (used - at < sizeof(*b) || cls >= WL__NCLASSES || m->damaged)
+    if (used - at < sizeof(*b) || cls >= WL__NCLASSES || wl__is_damaged(m))
       return WL_ECORRUPT;
     size = (uint64_t)1 << (cls + WL__MIN_SHIFT);
     if (size > used - at || kind > WL__VACANT || bl->n == bl->cap)
@@ -385,7 +385,7 @@ int wl__recover(wl_manager_t *m) {
     }
   }
   wl__reset_free_lists(m, &bl);
-  if (m->damaged) {
+  if (wl__is_damaged(m)) {
     rc = WL_ECORRUPT;
     goto done;
   }
@@ -442,7 +442,7 @@ int wl__recover(wl_manager_t *m) {
   /* The dead process may have been changing who watches whom. */
   wl__ring(m, 1);
 done:
-  if (rc == 0 && m->damaged)
+  if (rc == 0 && wl__is_damaged(m))
     rc = WL_ECORRUPT;
   wl__os_discard(m->work, m->work_size);
   return rc;

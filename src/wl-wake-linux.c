@@ -119,13 +119,33 @@ int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint64_t *wake) {
   return fd;
 }
 
+/* Only a FIFO is removed: the number may come from the file (a dead
+ * agent's record), which anyone who may write it can set, and
+ * "<path>.<16 hex digits>" is also the name of another scope's file (scope
+ * "s.0123456789abcdef" beside scope "s"). Not only one that no process
+ * reads: a killed process's lock on the file is released (and its agents
+ * swept) before its FIFOs are closed. In a sticky directory no other user
+ * can put another file at the name in between. */
 void wl__wake_close(wl_manager_t *m, uint64_t wake, int fd) {
   char path[WL__FIFO_PATH_MAX];
+  struct stat st;
 
   if (fd >= 0)
     close(fd);
-  if (wake != 0 && wl__fifo_path(m, wake, path, sizeof(path)) == 0)
+  if (wake != 0 && wl__fifo_path(m, wake, path, sizeof(path)) == 0 &&
+      lstat(path, &st) == 0 && S_ISFIFO(st.st_mode))
     unlink(path);
+}
+
+/* Whether the FIFO at name has no reader (ENXIO): only those are gathered,
+ * so that live agents' FIFOs, however many, take no place among the
+ * WL__ORPHANS; wl__wake_reap asks again under the mutex. */
+static int wl__unread(int dir, const char *name) {
+  int fd = openat(dir, name, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+
+  if (fd >= 0)
+    close(fd);
+  return fd < 0 && errno == ENXIO;
 }
 
 /* A FIFO that no process reads is an agent's that died. The sweep removes
@@ -163,7 +183,8 @@ unsigned wl__wake_orphans(const wl_manager_t *m, uint64_t *wake,
     wake[n] = strtoull(e->d_name + baselen + 1, NULL, 16);
     if (wake[n] != 0 &&
         fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISFIFO(st.st_mode) && st.st_uid == geteuid())
+        S_ISFIFO(st.st_mode) && st.st_uid == geteuid() &&
+        wl__unread(dirfd(d), e->d_name))
       n++;
   }
   closedir(d);

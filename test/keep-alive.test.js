@@ -711,6 +711,21 @@ describe('keeping threads alive: copies of the package', function () {
     assert.equal(r.stdout.trim(), 'AbortError AbortError\nInvalidStateError\ntrue true\nInvalidStateError');
   });
 
+  (scopes ? it : it.skip)('a scope opened through many fresh module registries (a jest worker\'s test files) adds one exit listener, not one per registry', async function () {
+    const r = await runNode(`
+      ${FRESH}
+      process.on('warning', (w) => console.log(w.name));
+      (async () => {
+        await fresh().openLockManager(process.env.SCOPE, { dir: process.env.DIR });
+        const first = process.listenerCount('exit');
+        for (let i = 0; i < 12; i++) await fresh().openLockManager(process.env.SCOPE, { dir: process.env.DIR });
+        console.log(process.listenerCount('exit') - first);
+      })();
+    `, 10000, { SCOPE: scopeName('ka-fresh-exit'), DIR: dir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.trim(), '0');
+  });
+
   it('two installed copies, each waiting behind a lock it leaked itself: the process ends', async function () {
     needsStuckCheck(this);
     const one = installCopy(dir, 'web-locks-one');

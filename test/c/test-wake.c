@@ -3,6 +3,7 @@
  * its grant in the mailbox. */
 #define _GNU_SOURCE
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -256,11 +257,153 @@ static void test_taken_name_drawn_again(void) {
   tshm_remove(path);
 }
 
+/* The FIFOs that the next opener removes are those no process reads,
+ * however many the scope's live agents of this user have beside them: a
+ * user with more live agents than WL__ORPHANS still has its dead ones
+ * removed. Made dead first and last, so that one of them is past the first
+ * WL__ORPHANS entries whichever order the directory lists them in. */
+static void test_orphans_among_many_live(void) {
+  char first[256], last[256], live[256];
+  int fds[WL__ORPHANS + 1];
+  wl_manager_t *m;
+  struct stat st;
+  unsigned i;
+
+  tshm_path(path, sizeof(path), "wake-orphans-many");
+  wl_segment_close(tsegment_open(path, SIZE));
+  fifo_of(first, sizeof(first), 0x1000);
+  ASSERT_EQ(0, mkfifo(first, 0600));
+  for (i = 0; i <= WL__ORPHANS; i++) {
+    fifo_of(live, sizeof(live), 0x2000 + i);
+    ASSERT_EQ(0, mkfifo(live, 0600));
+    fds[i] = open(live, O_RDWR | O_NONBLOCK);
+    ASSERT(fds[i] >= 0);
+  }
+  fifo_of(last, sizeof(last), 0x3000);
+  ASSERT_EQ(0, mkfifo(last, 0600));
+  m = tsegment_open(path, SIZE);
+  ASSERT(lstat(first, &st) == -1 && errno == ENOENT);
+  ASSERT(lstat(last, &st) == -1 && errno == ENOENT);
+  wl_segment_close(m);
+  for (i = 0; i <= WL__ORPHANS; i++) {
+    fifo_of(live, sizeof(live), 0x2000 + i);
+      close(fds[i]);
+    unlink(live);
+  }
+  unlink(first);
+  unlink(last);
+  tshm_remove(path);
+}
+
+/* A number in a dead agent's record names a FIFO to remove only if a FIFO
+ * is there: anyone who may write the file can write any number, and
+ * "<path>.<16 hex digits>" is also the file of another scope (scope
+ * "s.0123456789abcdef" beside scope "s"), which the sweep must leave. */
+#define OTHER_SCOPE 0x0123456789abcdefULL
+static void agent_naming_another_file(const char *file, int in, int out) {
+  wl_manager_t *m = tsegment_open(file, SIZE);
+  wl_agent_t a;
+  char byte;
+
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("h"), tignore_notify));
+  WL__REC(m, a.off, wl__agent_t)->wake = OTHER_SCOPE;
+  ASSERT_EQ(1, write(out, "r", 1));
+  (void)read(in, &byte, 1);
+  _exit(0);
+}
+
+static void test_sweep_removes_only_fifos(void) {
+  char other[256];
+  wl_manager_t *m;
+  tchild_t child;
+  struct stat st;
+  int fd;
+
+  tshm_path(path, sizeof(path), "wake-other-file");
+  fifo_of(other, sizeof(other), OTHER_SCOPE);
+  fd = open(other, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  ASSERT(fd >= 0);
+  ASSERT_EQ(4, write(fd, "mine", 4));
+  close(fd);
+  tchild_run(&child, path, agent_naming_another_file);
+  ASSERT_EQ('r', tchild_do(&child, 'g'));
+  tchild_kill(&child);
+  tchild_reaped(&child, 1);
+  m = tsegment_open(path, SIZE);
+  ASSERT_EQ(0, lstat(other, &st));
+  ASSERT(S_ISREG(st.st_mode) && st.st_size == 4);
+  wl_segment_close(m);
+  unlink(other);
+  tshm_remove(path);
+}
+
+/* How many files beside the scope's file are named as its FIFOs are. */
+static int fifos_beside(void) {
+  const char *base = strrchr(path, '/') + 1;
+  size_t baselen = strlen(base);
+  char dir[128];
+  struct dirent *e;
+  int n = 0;
+  DIR *d;
+
+  memcpy(dir, path, (size_t)(base - 1 - path));
+  dir[base - 1 - path] = '\0';
+  d = opendir(dir);
+  ASSERT(d != NULL);
+  while ((e = readdir(d)) != NULL)
+    n += strncmp(e->d_name, base, baselen) == 0 && e->d_name[baselen] == '.';
+  closedir(d);
+  return n;
+}
+
+/* A process killed with agents open leaves their FIFOs, which the scope's
+ * other processes remove at once (README): when they notice the death, the
+ * dead process may not have closed its FIFOs yet, so the sweep cannot ask
+ * whether one still has a reader. */
+static void agents_then_wait(const char *file, int in, int out) {
+  wl_manager_t *m = tsegment_open(file, SIZE);
+  wl_agent_t a, b;
+  char byte;
+
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(0, wl_agent_init(m, &b, ID("b"), tignore_notify));
+  ASSERT_EQ(1, write(out, "r", 1));
+  (void)read(in, &byte, 1);
+  _exit(0);
+}
+
+static void test_killed_process_fifos_removed_at_once(void) {
+  tchild_t kids[8];
+  wl_manager_t *m;
+  uint64_t until;
+  int i;
+
+  tshm_path(path, sizeof(path), "wake-killed");
+  for (i = 0; i < 8; i++)
+    tchild_run(&kids[i], path, agents_then_wait);
+  m = tsegment_open(path, SIZE);
+  for (i = 0; i < 8; i++) {
+    ASSERT_EQ('r', tchild_do(&kids[i], 'g'));
+    ASSERT_EQ(2, fifos_beside());
+    tchild_kill(&kids[i]);
+    tchild_reaped(&kids[i], 1);
+    for (until = tnow_ns() + 5000000000ull;
+         fifos_beside() > 0 && tnow_ns() < until;)
+      usleep(1000);
+    ASSERT_EQ(0, fifos_beside());
+  }
+  wl_segment_close(m);
+  tshm_remove(path);
+}
+
 int main(void) {
   RUN(test_release_wakes_another_process);
+  RUN(test_sweep_removes_only_fifos);
+  RUN(test_killed_process_fifos_removed_at_once);
   RUN(test_taken_name_drawn_again);
   RUN(test_names_and_modes);
   RUN(test_orphans_removed);
+  RUN(test_orphans_among_many_live);
   RUN(test_local_agents_have_none);
   return 0;
 }
