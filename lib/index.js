@@ -539,7 +539,7 @@ class LockManager {
         throw domException("Failed to execute 'close' on 'LockManager': The process-wide lock manager cannot be closed.", 'NotSupportedError')
       }
       if (backend.closed) return PromiseResolve()
-      return PromiseResolve(closeHost(backend))
+      return PromiseResolve(closeBackend(backend))
     } catch (error) {
       return PromiseReject(error)
     }
@@ -564,14 +564,16 @@ const managers = new SafeWeakMap()
 // up under a fresh module registry per test file (MaxListeners warning).
 // (A test environment may give a realm a process object of its own: jest's.)
 
-function closeHost (backend) {
+// A manager's backend leaves: a scope's agent (backend.agent, with its
+// file) is no longer the thread's open one; a PostgreSQL agent has none.
+function closeBackend (backend) {
   const { agent } = backend
-  if (MapPrototypeGet(openScopes, agent.file) === agent) MapPrototypeDelete(openScopes, agent.file)
+  if (agent !== undefined && MapPrototypeGet(openScopes, agent.file) === agent) MapPrototypeDelete(openScopes, agent.file)
   return backend.close()
 }
 
 function closeAgent (agent) {
-  closeHost(hostBackend(binding, agent))
+  closeBackend(hostBackend(binding, agent))
 }
 
 function closeAll () {
@@ -585,7 +587,8 @@ function closeAll () {
 // Each call with `postgres` joins as a new agent.
 function openLockManager (scope, options) {
   try {
-    const postgres = options !== null && typeof options === 'object' ? options.postgres : undefined
+    // Options may be a function, as a dictionary may (its own properties).
+    const postgres = options !== null && (typeof options === 'object' || typeof options === 'function') ? options.postgres : undefined
     if (postgres !== undefined) rejectUnknown(options, POSTGRES_OPTIONS, 'openLockManager', 'a PostgreSQL lock manager')
     else rejectUnknown(options, HOST_OPTIONS, 'openLockManager', 'a machine-wide lock manager')
     if (postgres !== undefined) {

@@ -519,6 +519,9 @@ uint64_t wl__work_size(uint64_t capacity);
 /* Marks a shared manager's robust mutex consistent again, once its state is
  * repaired (wl-segment-linux.c). */
 void wl__mutex_consistent(wl_manager_t *m);
+/* A number no one can predict, never 0 (no FIFO), or an error code: for the
+ * names of FIFOs and of a file being made (wl-wake-linux.c). */
+int wl__draw(uint64_t *number);
 /* An agent's FIFO (wl-wake-linux.c), named by a number drawn at random and
  * kept in its record (`wake`), which no other agent has: made and opened
  * for reading (the fd, or an error code; the number in *wake, 0 if none),

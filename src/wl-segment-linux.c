@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -281,7 +280,7 @@ static int wl__open_unlinked(const char *path, unsigned mode, char *tmp,
       return fd;
   }
   for (tries = 0; tries < 4; tries++) {
-    if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+    if (wl__draw(&r) != 0)
       return -1;
     snprintf(tmp, tmplen, "%s.new-%016llx", path, (unsigned long long)r);
     fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);

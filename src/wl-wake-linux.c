@@ -51,8 +51,7 @@ static int wl__fifo_path(const wl_manager_t *m, uint64_t wake, char *buf,
   return n < 0 || (size_t)n >= len ? WL_EINVAL : 0;
 }
 
-/* A number no one can predict, never 0 (no FIFO). */
-static int wl__draw(uint64_t *wake) {
+int wl__draw(uint64_t *wake) {
   do {
     while (getrandom(wake, sizeof(*wake), 0) != (ssize_t)sizeof(*wake)) {
       if (errno != EINTR)

@@ -32,6 +32,12 @@ describe('openLockManager\'s options', function () {
     });
   }
 
+  it('options given as a function are read as an object\'s: its postgres option asks for a PostgreSQL manager', async function () {
+    const { openLockManager } = api();
+    const options = Object.assign(() => {}, { postgres: NOWHERE, keepalive: 1000 });
+    await assert.rejects(openLockManager(scopeName('options'), options), (error) => !(error instanceof TypeError) && /ECONNREFUSED|connect/.test(`${error.code} ${error.message}`));
+  });
+
   it('a misspelt option of the machine-wide manager (dri for dir) rejects with a TypeError naming it, and opens nothing', async function () {
     const { openLockManager } = api();
     const scope = scopeName('options');
