@@ -105,6 +105,14 @@ async function main () {
     process.stdout.write(run.output)
     status = run.status === null ? 1 : run.status
     if (run.status === null) console.error(`test-windows: the suite did not end within ${RUN_TIMEOUT / 60000} minutes`)
+    // Mocha's own counts too: a node.exe that another run's `wineserver -k`
+    // ended (two runs on one prefix) exits 0 under wine, with failures
+    // reported or with nothing at all.
+    const failing = /^\s*(\d+) failing$/m.exec(run.output)
+    if (status === 0 && (failing !== null || !/^\s*\d+ passing/m.test(run.output))) {
+      console.error(`test-windows: node.exe exited 0, but mocha reported ${failing !== null ? `${failing[1]} failing` : 'no result'}`)
+      status = 1
+    }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true })
     await stop()
