@@ -317,6 +317,14 @@ function watch (signal, request) {
     const listen = () => {
       if (WeakMapPrototypeGet(watched, signal) !== entry) return
       try {
+        // A signal whose own `aborted` property says true while its state
+        // does not (a test's stub) would have addAbortListener call the
+        // listener at once, again and again: it counts as aborted, as it
+        // did before the listener read the state.
+        if (signal.aborted) {
+          abortAll(undefined)
+          return
+        }
         entry.listening = addAbortListener(signal, listener)
       } catch (error) {
         abortAll(error)
@@ -328,12 +336,7 @@ function watch (signal, request) {
       if (WeakMapPrototypeGet(watched, signal) === entry) WeakMapPrototypeDelete(watched, signal)
       SetPrototypeForEach(waiting, (request) => request.abort(error))
     }
-    // Called with the event by a dispatch, or with nothing by
-    // addAbortListener for a signal it read as aborted: that call is not
-    // re-armed (it would read the same and call again, forever, for a
-    // signal whose own `aborted` property says true while its state does
-    // not), and aborts.
-    const listener = (event) => {
+    const listener = () => {
       // A signal whose state cannot be read (an environment's getter that
       // throws) counts as aborted: each request then rejects with what
       // reading its reason throws, rather than wait on a broken signal.
@@ -341,7 +344,7 @@ function watch (signal, request) {
       try {
         aborted = signalOps.aborted(signal)
       } catch {}
-      if (!aborted && event !== undefined) {
+      if (!aborted) {
         PromisePrototypeThen(resolved, listen)
         return
       }

@@ -32,7 +32,11 @@ const FORCE = path.join(PKG, 'polyfill', 'force.js');
 // nodeDOMException() and hold(name) in scope) in a new node process; resolves with { code, stdout, stderr,
 // result: what body returned, as JSON }.
 function inProcess(body, env = {}) {
+  // Node 24+ has a navigator.locks of its own, which the plain polyfill
+  // keeps: these are tests of this package's, so the process starts
+  // without Node's navigator.
   const code = `'use strict';
+    delete globalThis.navigator;
     const POLYFILL = ${JSON.stringify(POLYFILL)}, FORCE = ${JSON.stringify(FORCE)}, PKG = ${JSON.stringify(PKG)};
     const nodeDOMException = () => { try { require('buffer').atob('~'); } catch (e) { return Object.getPrototypeOf(e).constructor; } };
     // Holds the lock name of navigator.locks; resolves, once granted, with
