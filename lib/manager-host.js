@@ -8,7 +8,7 @@
 const path = require('path')
 const { randomUUID } = require('crypto')
 const { domException, realmError, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
-const { nativeBackend } = require('./manager-process.js')
+const { agentOf, nativeBackend } = require('./manager-process.js')
 
 const DEFAULT_DIR = '/dev/shm'
 const DEFAULT_SIZE = 16 * 1024 * 1024
@@ -113,7 +113,7 @@ function hostTarget (scope, options) {
 }
 
 // Opens this thread's agent of the manager in target.file: { handle,
-// file, closed }, for hostBackend. Throws an Error
+// file, backends }, for hostBackend. Throws an Error
 // whose code says what is wrong with the file and whose message names it,
 // or a NotSupportedError from a build without the machine-wide manager (any
 // platform but Linux, or WEB_LOCKS_NO_SHARED at install: binding.gyp).
@@ -136,7 +136,7 @@ function openHost (binding, { file, size, mode }) {
   } catch (error) {
     throw realmError(error, 'web-locks: ')
   }
-  return { handle, file, closed: false }
+  return agentOf(handle, file)
 }
 
 module.exports = { hostTarget, openHost, hostBackend, isScope, SCOPE_MAX }

@@ -28,7 +28,7 @@
 // - closed: whether it has.
 
 const { IO_RESULT } = require('./events.js')
-const { PromiseResolve, ObjectDefineProperty, realmError } = require('./intrinsics.js')
+const { PromiseResolve, ObjectDefineProperty, realmError, SafeSet, SetPrototypeAdd, SetPrototypeForEach } = require('./intrinsics.js')
 
 // The addon makes its objects in the realm that first loaded it (its
 // exports are one per thread); a snapshot is copied into the realm of the
@@ -59,13 +59,20 @@ function snapshotInThisRealm (snapshot) {
 // release(id), abort(id), query(), close() if the agent can leave, and
 // translate(error), which makes what the addon throws an error of this
 // copy's realm }) of the binding whose table and io the requests go
-// through, for `agent` ({ closed }): the thread's agent of the manager,
-// which the backends of every copy of lib/ on the thread that opened it
-// share (a machine-wide scope's), each making its errors in its own realm.
+// through, for `agent` (an agent of the thread: { backends }, and a
+// scope's handle and file): a
+// machine-wide scope's is shared by every copy of lib/ on the thread that
+// opened it, each with a backend of its own, which makes its errors in its
+// own realm. closed is a plain property of each, set on all of them when
+// the agent leaves through any: every request reads it.
+function agentOf (handle, file) {
+  return { backends: new SafeSet(), handle, file }
+}
+
 function nativeBackend ({ requests, io }, ops, agent) {
   const backend = {
     agent,
-    get closed () { return agent.closed },
+    closed: false,
     native: true,
     request (name, how, request) {
       try {
@@ -85,7 +92,7 @@ function nativeBackend ({ requests, io }, ops, agent) {
     // every request of the manager is then delivered.
     release (request) {
       requests[request.id] = undefined
-      if (agent.closed) return false
+      if (backend.closed) return false
       try {
         return ops.release(request.id)
       } catch (error) {
@@ -93,7 +100,7 @@ function nativeBackend ({ requests, io }, ops, agent) {
       }
     },
     abort (request) {
-      if (agent.closed) return
+      if (backend.closed) return
       try {
         if (ops.abort(request.id)) requests[request.id] = undefined
       } catch {}
@@ -110,13 +117,14 @@ function nativeBackend ({ requests, io }, ops, agent) {
     },
     close: undefined
   }
+  SetPrototypeAdd(agent.backends, backend)
   if (ops.close !== undefined) {
     // close() frees the slots of this agent's requests, made through any
     // copy of lib/: their ids, and so the table's entries, go (the same ids
     // may be reused by other managers' requests at once).
     backend.close = () => {
-      if (agent.closed) return
-      agent.closed = true
+      if (backend.closed) return
+      SetPrototypeForEach(agent.backends, closeBackend)
       ops.close()
       for (let id = 0; id < requests.length; id++) {
         const request = requests[id]
@@ -127,9 +135,13 @@ function nativeBackend ({ requests, io }, ops, agent) {
   return backend
 }
 
-function processBackend (binding) {
-  const { request, release, abort, query } = binding
-  return nativeBackend(binding, { request, release, abort, query, translate: realmError }, { closed: false })
+function closeBackend (backend) {
+  backend.closed = true
 }
 
-module.exports = { nativeBackend, processBackend, snapshotInThisRealm }
+function processBackend (binding) {
+  const { request, release, abort, query } = binding
+  return nativeBackend(binding, { request, release, abort, query, translate: realmError }, agentOf())
+}
+
+module.exports = { agentOf, nativeBackend, processBackend, snapshotInThisRealm }
