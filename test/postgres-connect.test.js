@@ -10,7 +10,7 @@
 // another.
 const assert = require('node:assert/strict');
 const { api, holdOn, scopeName } = require('./fixtures/util');
-const { postgres } = require('./fixtures/postgres');
+const { postgres, loginRole } = require('./fixtures/postgres');
 
 const ROLE = `wl_scram_${process.pid}`;
 const PASSWORD = 'scram-only';
@@ -33,7 +33,7 @@ describe('openLockManager (PostgreSQL): connection settings, as a role with a pa
     ({ url, ca } = await postgres());
     admin = new pg.Client(url);
     await admin.connect();
-    await admin.query(`CREATE ROLE ${ROLE} LOGIN PASSWORD '${PASSWORD}'`);
+    await loginRole(admin, url, ROLE, PASSWORD);
     await admin.query(`GRANT CREATE ON DATABASE ${(await admin.query('SELECT current_database() AS d')).rows[0].d} TO ${ROLE}`);
     const at = new URL(url);
     fields = { host: at.hostname, port: Number(at.port), user: ROLE, password: PASSWORD, database: at.pathname.slice(1) };

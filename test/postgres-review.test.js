@@ -6,7 +6,7 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { api, scopeName } = require('./fixtures/util');
 const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
-const { postgres } = require('./fixtures/postgres');
+const { postgres, loginRole } = require('./fixtures/postgres');
 const { pgbouncerBinary, startPgbouncer } = require('./fixtures/pgbouncer');
 const { within } = require('./stress/scopes');
 const { schemaKey, schemaSQL } = require('../lib/manager-postgres.js');
@@ -23,6 +23,7 @@ describe('openLockManager (PostgreSQL): review of layout 3', function () {
   let pg;
   let url;
   let admin;
+  let roleUrl;
   const closers = [];
 
   before(async function () {
@@ -31,7 +32,7 @@ describe('openLockManager (PostgreSQL): review of layout 3', function () {
     ({ url } = await postgres());
     admin = new pg.Client(url);
     await admin.connect();
-    await admin.query(`CREATE ROLE ${ROLE} LOGIN PASSWORD '${PASSWORD}'`);
+    roleUrl = await loginRole(admin, url, ROLE, PASSWORD);
   });
   afterEach(async function () {
     await terminateAll();
@@ -45,10 +46,7 @@ describe('openLockManager (PostgreSQL): review of layout 3', function () {
   });
 
   async function squatter() {
-    const at = new URL(url);
-    at.username = ROLE;
-    at.password = PASSWORD;
-    const c = new pg.Client(at.href);
+    const c = new pg.Client(roleUrl);
     c.on('error', () => {});
     await c.connect();
     closers.push(() => c.end().catch(() => {}));

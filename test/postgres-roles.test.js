@@ -15,7 +15,7 @@
 // nothing crashes or wedges, and its functions never run.
 const assert = require('node:assert/strict');
 const { api, holdOn, only, isDOMException, scopeName } = require('./fixtures/util');
-const { postgres } = require('./fixtures/postgres');
+const { postgres, loginRole } = require('./fixtures/postgres');
 const { schemaKey } = require('../lib/manager-postgres.js');
 
 const ROLE = `wl_attacker_${process.pid}`;
@@ -78,14 +78,11 @@ describe('openLockManager (PostgreSQL) beside an unprivileged role', function ()
     ({ url } = await postgres());
     admin = new pg.Client(url);
     await admin.connect();
-    await admin.query(`CREATE ROLE ${ROLE} LOGIN PASSWORD '${PASSWORD}'`);
+    const as = await loginRole(admin, url, ROLE, PASSWORD);
     // PostgreSQL 15 took CREATE on public from every role: given back, as
     // on 14.
     await admin.query(`GRANT CREATE ON SCHEMA public TO ${ROLE}`);
-    const as = new URL(url);
-    as.username = ROLE;
-    as.password = PASSWORD;
-    attacker = new pg.Client(as.href);
+    attacker = new pg.Client(as);
     await attacker.connect();
     await attacker.query('CREATE TABLE public.wl_attack_calls (role text, call text)');
     await attacker.query('GRANT INSERT ON public.wl_attack_calls TO PUBLIC');

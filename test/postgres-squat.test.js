@@ -13,7 +13,7 @@
 const assert = require('node:assert/strict');
 const { api, holdOn, only, isDOMException, scopeName } = require('./fixtures/util');
 const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
-const { postgres } = require('./fixtures/postgres');
+const { postgres, loginRole, grantSchema } = require('./fixtures/postgres');
 const { within } = require('./stress/scopes');
 const { schemaKey, schemaSQL } = require('../lib/manager-postgres.js');
 
@@ -32,6 +32,7 @@ describe('openLockManager (PostgreSQL) beside a role that may only log in, and t
   let pg;
   let url;
   let admin;
+  let roleUrl;
   const squatters = [];
   const schemas = [];
   const opened = [];
@@ -42,7 +43,7 @@ describe('openLockManager (PostgreSQL) beside a role that may only log in, and t
     ({ url } = await postgres());
     admin = new pg.Client(url);
     await admin.connect();
-    await admin.query(`CREATE ROLE ${ROLE} LOGIN PASSWORD '${PASSWORD}'`);
+    roleUrl = await loginRole(admin, url, ROLE, PASSWORD);
   });
   afterEach(async function () {
     await terminateAll();
@@ -64,10 +65,7 @@ describe('openLockManager (PostgreSQL) beside a role that may only log in, and t
   }
 
   async function squatter() {
-    const at = new URL(url);
-    at.username = ROLE;
-    at.password = PASSWORD;
-    const c = new pg.Client(at.href);
+    const c = new pg.Client(roleUrl);
     c.on('error', () => {});
     await c.connect();
     squatters.push(c);
@@ -164,14 +162,8 @@ describe('openLockManager (PostgreSQL) beside a role that may only log in, and t
     await admin.query(api().postgresSchema(schema));
     const urls = [];
     for (const role of [`${ROLE}_a`, `${ROLE}_b`]) {
-      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${PASSWORD}'`);
-      await admin.query(`GRANT USAGE ON SCHEMA "${schema}" TO ${role}; ` +
-        `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "${schema}" TO ${role}; ` +
-        `GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA "${schema}" TO ${role};`);
-      const at = new URL(url);
-      at.username = role;
-      at.password = PASSWORD;
-      urls.push(at.href);
+      urls.push(await loginRole(admin, url, role, PASSWORD));
+      await grantSchema(admin, schema, role);
     }
     try {
       const holder = await spawnProcessAgent({ scope, postgres: urls[0], schema });

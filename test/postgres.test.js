@@ -7,7 +7,7 @@ const assert = require('node:assert/strict');
 const childProcess = require('node:child_process');
 const { api, holdOn, only, isDOMException, PKG, scopeName } = require('./fixtures/util');
 const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
-const { postgres, startServer } = require('./fixtures/postgres');
+const { postgres, startServer, loginRole, grantSchema } = require('./fixtures/postgres');
 const { Proxy } = require('./fixtures/tcp-proxy');
 
 describe('openLockManager (PostgreSQL)', function () {
@@ -199,22 +199,17 @@ describe('openLockManager (PostgreSQL)', function () {
     it('tells a role without rights what to grant, and works once the owner made the schema and granted them', async function () {
       const role = `wl_limited_${process.pid}`;
       const schema = `wl_owned_${process.pid}`;
-      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'limited'`);
+      const limited = await loginRole(admin, url, role, 'limited');
       try {
-        const limited = new URL(url);
-        limited.username = role;
-        limited.password = 'limited';
-        await assert.rejects(openLockManager('s', { postgres: limited.href, schema }), (err) => {
+        await assert.rejects(openLockManager('s', { postgres: limited, schema }), (err) => {
           assert.equal(err.code, 'EACCES');
           assert.match(err.message, /GRANT CREATE ON DATABASE/);
           assert.match(err.message, /postgresSchema/);
           return true;
         });
         await admin.query(api().postgresSchema(schema));
-        await admin.query(`GRANT USAGE ON SCHEMA "${schema}" TO ${role}; ` +
-          `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "${schema}" TO ${role}; ` +
-          `GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA "${schema}" TO ${role};`);
-        const m = await open('s', { postgres: limited.href, schema });
+        await grantSchema(admin, schema, role);
+        const m = await open('s', { postgres: limited, schema });
         assert.equal(await m.request('x', (lock) => lock.mode), 'exclusive');
         await m.close();
       } finally {
@@ -227,16 +222,11 @@ describe('openLockManager (PostgreSQL)', function () {
       const { schemaSQL } = require('../lib/manager-postgres.js');
       const role = `wl_user_${process.pid}`;
       const schema = `wl_old_${process.pid}`;
-      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'user'`);
+      const as = await loginRole(admin, url, role, 'user');
       try {
         await admin.query(schemaSQL(schema, 0, 2));
-        await admin.query(`GRANT USAGE ON SCHEMA "${schema}" TO ${role}; ` +
-          `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "${schema}" TO ${role}; ` +
-          `GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA "${schema}" TO ${role};`);
-        const as = new URL(url);
-        as.username = role;
-        as.password = 'user';
-        await assert.rejects(openLockManager('s', { postgres: as.href, schema }), (err) => {
+        await grantSchema(admin, schema, role);
+        await assert.rejects(openLockManager('s', { postgres: as, schema }), (err) => {
           assert.equal(err.code, 'EACCES');
           assert.match(err.message, /has layout 2, which .* may not migrate to layout 3/);
           assert.ok(err.message.includes(`postgresSchema(${JSON.stringify(schema)}, 2)`), err.message);
@@ -245,7 +235,7 @@ describe('openLockManager (PostgreSQL)', function () {
         const meta = await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'layout'`);
         assert.equal(meta.rows[0].value, '2');
         await admin.query(api().postgresSchema(schema, 2));
-        const m = await open('s', { postgres: as.href, schema });
+        const m = await open('s', { postgres: as, schema });
         assert.equal(await m.request('x', (lock) => lock.mode), 'exclusive');
         await m.close();
       } finally {
