@@ -501,7 +501,7 @@ class LockManager {
     try {
       if (!(this !== null && typeof this === 'object' && #backend in this)) throw new SafeTypeError('Illegal invocation')
       const backend = this.#backend
-      if (backend.closed) throw invalidState('request')
+      if (backend.agent.closed) throw invalidState('request')
       const argc = arguments.length
       if (argc < 2) {
         throw new SafeTypeError(`Failed to execute 'request' on 'LockManager': 2 arguments required, but only ${argc} present.`)
@@ -522,7 +522,7 @@ class LockManager {
     try {
       if (!(this !== null && typeof this === 'object' && #backend in this)) throw new SafeTypeError('Illegal invocation')
       const backend = this.#backend
-      if (backend.closed) throw invalidState('query')
+      if (backend.agent.closed) throw invalidState('query')
       const snapshot = backend.query()
       return PromiseResolve(backend.native ? snapshotInThisRealm(snapshot) : snapshot)
     } catch (error) {
@@ -541,7 +541,7 @@ class LockManager {
       if (backend.close === undefined) {
         throw domException("Failed to execute 'close' on 'LockManager': The process-wide lock manager cannot be closed.", 'NotSupportedError')
       }
-      if (backend.closed) return PromiseResolve()
+      if (backend.agent.closed) return PromiseResolve()
       return PromiseResolve(closeBackend(backend))
     } catch (error) {
       return PromiseReject(error)

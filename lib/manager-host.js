@@ -113,7 +113,7 @@ function hostTarget (scope, options) {
 }
 
 // Opens this thread's agent of the manager in target.file: { handle,
-// file, backends }, for hostBackend. Throws an Error
+// file, closed }, for hostBackend. Throws an Error
 // whose code says what is wrong with the file and whose message names it,
 // or a NotSupportedError from a build without the machine-wide manager (any
 // platform but Linux, or WEB_LOCKS_NO_SHARED at install: binding.gyp).

@@ -432,6 +432,8 @@ class Session {
 
 class PostgresBackend {
   closed = false
+  // Each open is an agent of its own (index.js reads agent.closed).
+  agent = this
   target
   pg
   sql

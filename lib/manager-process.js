@@ -21,14 +21,14 @@
 // - forget(request): the request is done with (a miss, or dropped).
 // - query(): { held, pending }, or a promise of it. A native backend's
 //   (native: true) is the addon's own objects, which the shim copies into
-//   its realm (snapshotInThisRealm): a scope's backend is shared by every
+//   its realm (snapshotInThisRealm): a scope's agent is shared by every
 //   copy of lib/ on the thread, in whichever realm each was loaded.
 // - close(), if present: this thread leaves the manager; every request of
 //   it that is not done gets request.drop(). May return a promise.
-// - closed: whether it has.
+// - agent: the agent it is of, whose closed says whether it has left.
 
 const { IO_RESULT } = require('./events.js')
-const { PromiseResolve, ObjectDefineProperty, realmError, SafeSet, SetPrototypeAdd, SetPrototypeForEach } = require('./intrinsics.js')
+const { PromiseResolve, ObjectDefineProperty, realmError } = require('./intrinsics.js')
 
 // The addon makes its objects in the realm that first loaded it (its
 // exports are one per thread); a snapshot is copied into the realm of the
@@ -59,20 +59,20 @@ function snapshotInThisRealm (snapshot) {
 // release(id), abort(id), query(), close() if the agent can leave, and
 // translate(error), which makes what the addon throws an error of this
 // copy's realm }) of the binding whose table and io the requests go
-// through, for `agent` (an agent of the thread: { backends }, and a
-// scope's handle and file): a
-// machine-wide scope's is shared by every copy of lib/ on the thread that
-// opened it, each with a backend of its own, which makes its errors in its
-// own realm. closed is a plain property of each, set on all of them when
-// the agent leaves through any: every request reads it.
+// through, for `agent` (an agent of the thread: { closed }, and a scope's
+// handle and file): a machine-wide scope's is shared by every copy of lib/
+// on the thread that opened it, each with a backend of its own, which
+// makes its errors in its own realm. The agent holds nothing of any copy
+// (anything made in a realm keeps that realm alive): whether it has left
+// is its own plain property, which every request reads (index.js), so
+// that leaving through one copy closes it for all.
 function agentOf (handle, file) {
-  return { backends: new SafeSet(), handle, file }
+  return { closed: false, handle, file }
 }
 
 function nativeBackend ({ requests, io }, ops, agent) {
   const backend = {
     agent,
-    closed: false,
     native: true,
     request (name, how, request) {
       try {
@@ -92,7 +92,7 @@ function nativeBackend ({ requests, io }, ops, agent) {
     // every request of the manager is then delivered.
     release (request) {
       requests[request.id] = undefined
-      if (backend.closed) return false
+      if (agent.closed) return false
       try {
         return ops.release(request.id)
       } catch (error) {
@@ -100,7 +100,7 @@ function nativeBackend ({ requests, io }, ops, agent) {
       }
     },
     abort (request) {
-      if (backend.closed) return
+      if (agent.closed) return
       try {
         if (ops.abort(request.id)) requests[request.id] = undefined
       } catch {}
@@ -117,14 +117,13 @@ function nativeBackend ({ requests, io }, ops, agent) {
     },
     close: undefined
   }
-  SetPrototypeAdd(agent.backends, backend)
   if (ops.close !== undefined) {
     // close() frees the slots of this agent's requests, made through any
     // copy of lib/: their ids, and so the table's entries, go (the same ids
     // may be reused by other managers' requests at once).
     backend.close = () => {
-      if (backend.closed) return
-      SetPrototypeForEach(agent.backends, closeBackend)
+      if (agent.closed) return
+      agent.closed = true
       ops.close()
       for (let id = 0; id < requests.length; id++) {
         const request = requests[id]
@@ -133,10 +132,6 @@ function nativeBackend ({ requests, io }, ops, agent) {
     }
   }
   return backend
-}
-
-function closeBackend (backend) {
-  backend.closed = true
 }
 
 function processBackend (binding) {

@@ -321,6 +321,36 @@ describe('what the per-realm install assumes of the environment', function () {
     }
   });
 
+  it('a scope opened through the package loaded in many realms (jest: one per test file) keeps none of the realms that are gone alive', async function () {
+    if (process.platform !== 'linux' || process.versions.bun) this.skip();
+    const r = await inProcess(`
+      require('v8').setFlagsFromString('--expose-gc');
+      const gc = require('vm').runInNewContext('gc');
+      const { newRealm } = require(${JSON.stringify(path.join(__dirname, 'fixtures', 'realm.js'))});
+      const index = require('path').join(PKG, 'lib', 'index.js');
+      const dir = require('fs').mkdtempSync(require('path').join(require('os').tmpdir(), 'web-locks-env-'));
+      const kept = await newRealm().load(index).openLockManager('realms', { dir });
+      const gone = [];
+      for (let i = 0; i < 10; i++) {
+        const realm = newRealm();
+        const locks = await realm.load(index).openLockManager('realms', { dir });
+        await locks.request('x', () => {});
+        gone.push(new WeakRef(realm.context));
+      }
+      for (let i = 0; i < 5; i++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        gc();
+      }
+      // All but the newest, which the thread's last work may still reach: what
+      // stays does not grow with the realms (before, every one stayed).
+      const alive = gone.slice(0, -1).filter((ref) => ref.deref() !== undefined).length;
+      await kept.close();
+      require('fs').rmSync(dir, { recursive: true, force: true });
+      return { alive };
+    `);
+    assert.deepEqual(ok(r), { alive: 0 });
+  });
+
   describe('another installed copy of the package', function () {
     let copy;
 
