@@ -760,7 +760,7 @@ static int wl__fill_all(wl_manager_t *m, wl__room_t *room, size_t *nnames) {
     i++;
   }
   *nnames = i;
-  return m->damaged;
+  return wl__is_damaged(m);
 }
 
 /* Snapshot the lock state (4.5). Copies everything, so that the caller can
@@ -798,7 +798,7 @@ static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
    * reason to ask for more memory. */
   if (WL__SHARED(m) && units > m->capacity / sizeof(uint16_t))
     wl__damaged(m);
-  snap->mem = m->damaged ? NULL
+  snap->mem = wl__is_damaged(m) ? NULL
                          : malloc((nheld + npending) * sizeof(wl_info_t) +
                                   units * sizeof(uint16_t) + text + 1);
   if (snap->mem == NULL) {

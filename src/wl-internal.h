@@ -184,8 +184,9 @@ struct wl_manager_s {
    * give. Raised under the mutex. */
   unsigned long long limit;
   unsigned long long steps; /* capacity / 32 + 2: see WL__STEPS */
-  /* An offset pointed outside it. Set under the mutex; read without it
-   * (wl__is_damaged) while other threads may set it, a sweeper's included. */
+  /* An offset pointed outside it, or the mutex was found unusable. Set
+   * with or without the mutex, read without it, by any thread (a sweeper's
+   * included): only through wl__mark_damaged and wl__is_damaged. */
   _Bool damaged;
   _Bool announced; /* the damage was told to the agents (wl__announce) */
   /* Mapped by other processes too: its offsets are checked. The process's
@@ -236,7 +237,13 @@ struct wl_manager_s {
  * that a check lets through is read once, into a variable, and hidden. */
 #define WL__HIDE(v) __asm__("" : "+r"(v))
 
+/* wl__damaged is called under the mutex: its scratch record is the mutex
+ * holder's. Without the mutex, the manager is only marked (wl__mark_damaged),
+ * since another thread may be using the scratch record meanwhile. */
 WL__COLD void *wl__damaged(wl_manager_t *m);
+static inline void wl__mark_damaged(wl_manager_t *m) {
+  __atomic_store_n(&m->damaged, 1, __ATOMIC_RELAXED);
+}
 static inline int wl__is_damaged(wl_manager_t *m) {
   return __atomic_load_n(&m->damaged, __ATOMIC_RELAXED);
 }
@@ -332,7 +339,7 @@ static inline void wl__list_remove(wl_manager_t *m, wl_off_t node) {
 static inline int wl__step(wl_manager_t *m, uint64_t *steps) {
   if (!WL__SHARED(m))
     return 1;
-  if (m->damaged)
+  if (wl__is_damaged(m))
     return 0;
   if (*steps == 0) {
     wl__damaged(m);
@@ -426,7 +433,7 @@ static inline wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind,
   if (rec != 0) {
     h->free[c] = *WL__REC(m, rec, wl_off_t);
     b = wl__block(m, rec);
-    if (WL__SHARED(m) && (b->cls != (uint32_t)c || m->damaged))
+    if (WL__SHARED(m) && (b->cls != (uint32_t)c || wl__is_damaged(m)))
       return 0; /* a damaged free list: reported, and nothing handed out */
   } else {
     uint64_t block = (uint64_t)1 << (c + WL__MIN_SHIFT), used = h->used;
@@ -455,7 +462,7 @@ static inline void wl__free(wl_manager_t *m, wl_off_t rec) {
 
   if (WL__SHARED(m)) {
     WL__HIDE(cls);
-    if (cls >= WL__NCLASSES || m->damaged) {
+    if (cls >= WL__NCLASSES || wl__is_damaged(m)) {
       wl__damaged(m);
       return;
     }

@@ -37,7 +37,7 @@ static void wl__names_resize(wl_manager_t *m, uint64_t nbuckets) {
 
   if (nbuckets <= m->capacity / sizeof(wl_off_t))
     off = wl__alloc(m, WL__ARRAY, nbuckets * sizeof(wl_off_t));
-  if (off == 0 || m->damaged)
+  if (off == 0 || wl__is_damaged(m))
     return; /* keep the old table: longer chains, still correct */
   buckets = wl__span(m, off, nbuckets * sizeof(wl_off_t));
   if (buckets == NULL)
@@ -90,13 +90,13 @@ static int wl__names_link(wl_manager_t *m, wl_off_t n) {
   uint64_t mask = 0;
   wl_off_t *buckets = wl__buckets(m, &mask);
 
-  if (buckets == NULL && !m->damaged)
+  if (buckets == NULL && !wl__is_damaged(m))
     wl__names_resize(m, WL__MIN_BUCKETS);
   else if (buckets != NULL && h->count > mask)
     wl__names_resize(m, (mask + 1) * 2);
   buckets = wl__buckets(m, &mask);
   if (buckets == NULL)
-    return m->damaged ? WL_ECORRUPT : WL_ENOMEM;
+    return wl__is_damaged(m) ? WL_ECORRUPT : WL_ENOMEM;
   name->hnext = buckets[name->hash & mask];
   buckets[name->hash & mask] = n;
   wl__list_append(m, wl__off_of(m, &h->order), n + offsetof(wl__name_t, order));

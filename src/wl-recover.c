@@ -457,7 +457,7 @@ done:
  * that finds the mutex so (any error but EOWNERDEAD) reports the damage. */
 WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
   if (rc != WL__EOWNERDEAD) {
-    wl__damaged(m);
+    wl__mark_damaged(m);
     wl__tell_agents(m);
     return WL_ECORRUPT;
   }

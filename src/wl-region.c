@@ -45,7 +45,7 @@ void wl__return_pages(wl_manager_t *m, wl_off_t rec, uint64_t block) {
 }
 
 WL__COLD void *wl__damaged(wl_manager_t *m) {
-  __atomic_store_n(&m->damaged, 1, __ATOMIC_RELAXED);
+  wl__mark_damaged(m);
   memset(&m->scratch, 0, sizeof(m->scratch));
   return &m->scratch;
 }
