@@ -6,24 +6,24 @@
         "wl_shared%": "<!(node -p \"process.platform === 'linux' && !process.env.WEB_LOCKS_NO_SHARED ? 1 : 0\")"
       },
       "sources": [
-        "src/wl-api.c", "src/wl-local.c", "src/wl-region.c", "src/wl-table.c",
-        "src/binding.c", "src/binding-query.c"
+        "src/core/api.c", "src/core/process.c", "src/core/region.c", "src/core/table.c",
+        "src/binding/binding.c", "src/binding/query.c"
       ],
       "defines": ["NAPI_VERSION=8", "WL_SHARED_MANAGER=<(wl_shared)"],
       "conditions": [
         ["OS == 'win'", {
-          "sources": ["src/wl-os-win.c"]
+          "sources": ["src/os/win/os.c"]
         }, {
-          "sources": ["src/wl-os-unix.c"]
+          "sources": ["src/os/unix/os.c"]
         }],
         ["wl_shared == 1", {
           "sources": [
-            "src/wl-shared.c", "src/wl-recover.c", "src/wl-segment-linux.c",
-            "src/wl-live-linux.c", "src/wl-wake-linux.c", "src/wl-watch-linux.c",
-            "src/binding-scope-linux.c"
+            "src/core/machine.c", "src/core/recover.c", "src/os/linux/file.c",
+            "src/os/linux/life.c", "src/os/linux/wake.c", "src/os/linux/watch.c",
+            "src/binding/machine-linux.c"
           ]
         }, {
-          "sources": ["src/binding-scope-none.c"]
+          "sources": ["src/binding/machine-none.c"]
         }]
       ],
       "cflags_c": ["-std=c11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"],

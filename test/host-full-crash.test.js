@@ -2,7 +2,7 @@
 // A full scope and a crash: a scope filled until requests reject with a
 // QuotaExceededError, and a process looping on query() killed with SIGKILL
 // again and again, each time while it holds the scope's mutex. The repair
-// that follows needs no room (src/wl-recover.c), so the scope stays a
+// that follows needs no room (src/core/recover.c), so the scope stays a
 // working full scope: every process still queries and requests without
 // ECORRUPT, a release frees room and a request is granted again. The same
 // on a file system that is full before the scope is (a tmpfs of 64 KiB,
@@ -17,7 +17,7 @@ const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 
 const linux = process.platform === 'linux';
 // glibc's robust mutex keeps its holder's TID in its first word, which is at
-// this offset of the scope's file (src/wl-segment-linux.c, wl__seg_t).
+// this offset of the scope's file (src/os/linux/file.c, wl__seg_t).
 const glibc = linux && Boolean(process.report.getReport().header.glibcVersionRuntime);
 const MUTEX_OFFSET = 40;
 const KILLS = 8;

@@ -15,7 +15,7 @@ const { api, openToOthers, PKG } = require('./fixtures/util');
 const linux = process.platform === 'linux';
 const root = linux && process.getuid() === 0;
 // The region's header starts a page into the file; its table of names'
-// bucket count is 368 bytes in (wl__hdr_t, src/wl-internal.h). A count that
+// bucket count is 368 bytes in (wl__hdr_t, src/core/internal.h). A count that
 // is not a power of two is damage that the next lookup of a name finds.
 const BUCKETS_AT = 4096 + 368;
 

@@ -1,4 +1,4 @@
-/* The OS layer (wl-os.h) and what the core builds on it: error codes out of
+/* The OS layer (os/os.h) and what the core builds on it: error codes out of
  * errno's range, a region committed as it grows, pages given back and still
  * usable, once-initialisation across threads. */
 #include <errno.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 /* The region's inline functions as the process-wide manager's algorithms
- * have them (wl-local.c). */
+ * have them (core/process.c). */
 #define WL__SHARED(m) 0
 #include "test.h"
 

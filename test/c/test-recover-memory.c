@@ -1,5 +1,5 @@
 /* The repair after a crash works in memory of its own, reserved when the
- * scope is opened (wl-recover.c), so that a process that can get no more
+ * scope is opened (core/recover.c), so that a process that can get no more
  * memory when it finds a crash still repairs, and the scope is not broken
  * for want of it. The repairing process here is this program again, run
  * with its sanitizer's allocator refusing any allocation over 1 MiB

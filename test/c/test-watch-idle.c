@@ -18,7 +18,7 @@
 
 #include "test.h"
 
-/* As in wl-watch-linux.c: libc headers may not name it (musl 1.2.3). */
+/* As in os/linux/watch.c: libc headers may not name it (musl 1.2.3). */
 #ifndef SYS_futex_waitv
 #define SYS_futex_waitv 449
 #endif

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "wl-internal.h"
+#include "internal.h"
 
 #define ASSERT(expr)                                                           \
   do {                                                                         \

@@ -1,6 +1,6 @@
-/* The OS layer's types on Windows (wl-os.h): an SRWLOCK and an INIT_ONCE,
+/* The OS layer's types on Windows (os/os.h): an SRWLOCK and an INIT_ONCE,
  * each one pointer, without <windows.h> in every file of the core. Its
- * functions are wl-os-win.c's. */
+ * functions are os/win/os.c's. */
 #ifndef WL_OS_WIN_H
 #define WL_OS_WIN_H
 

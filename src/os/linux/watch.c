@@ -1,5 +1,5 @@
 /* Prompt notice of a process's death, without polling. The kernel releases
- * a dead process's OFD lock (its proof of life, wl-live-linux.c) only once its
+ * a dead process's OFD lock (its proof of life, os/linux/life.c) only once its
  * memory is torn down, about 100 ms per GiB; a robust futex it marks first,
  * as each thread exits. So each process with a shared manager open runs a
  * watcher thread whose own kernel robust list holds one entry: its owner
@@ -39,7 +39,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "wl-internal.h"
+#include "../../core/internal.h"
 
 /* futex_waitv (Linux 5.16) has number 449 on every architecture; libc
  * headers older than it (musl 1.2.3's) do not name it. */

@@ -1,8 +1,8 @@
 /* The public functions of the core: each dispatches once, on the kind of
- * manager, to the algorithms compiled for it (wl-local.c, wl-shared.c). */
+ * manager, to the algorithms compiled for it (core/process.c, core/machine.c). */
 #include <stdlib.h>
 
-#include "wl-internal.h"
+#include "internal.h"
 
 int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
                   size_t client_id_len, wl_notify_cb notify) {

@@ -9,14 +9,14 @@
  * is freed only once the dead process's memory is torn down (about 100 ms
  * per GiB), so an owner whose watcher's life word says it died is dead too:
  * the kernel marks that word first, and wakes the owner watching it, whose
- * process then sweeps (wl-watch-linux.c). */
+ * process then sweeps (os/linux/watch.c). */
 #define _GNU_SOURCE
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 
-#include "wl-internal.h"
+#include "../../core/internal.h"
 
 #define AT(off, type, member) ((off) + offsetof(type, member))
 
@@ -32,7 +32,7 @@ static int wl__live_lock(int fd, int cmd, short type, wl_off_t owner,
 
 /* Owner records are never freed: a vacant one waits for the next owner, so
  * that a watcher still acting on one it watched writes only into an owner's
- * life word, never into another kind of record (wl-watch-linux.c). */
+ * life word, never into another kind of record (os/linux/watch.c). */
 static void wl__vacate(wl_manager_t *m, wl_off_t o) {
   __atomic_store_n(&WL__REC(m, o, wl__owner_t)->watch, 0, __ATOMIC_SEQ_CST);
   WL__PUBLISH(wl__block(m, o)->kind, WL__VACANT);

@@ -13,7 +13,7 @@
  * package are assumed to do the same; one of another layout is refused
  * (ELAYOUT). A file is never trusted for its name alone: it must be a
  * regular file with one name (a hard link would give its agents two sets
- * of FIFO names, wl-wake-linux.c), of this layout, of the size it says, and
+ * of FIFO names, os/linux/wake.c), of this layout, of the size it says, and
  * either ours or another user's that both that user's permission bits and
  * ours (the mode asked for) open to others.
  *
@@ -21,8 +21,8 @@
  * first stored to, so that a full file system (a container's small
  * /dev/shm) is a full manager, never a SIGBUS (wl__reserve).
  *
- * Each open handle is an owner (wl-live-linux.c) with two threads of its own that
- * notice other owners' deaths (wl-watch-linux.c): joining starts them, closing
+ * Each open handle is an owner (os/linux/life.c) with two threads of its own that
+ * notice other owners' deaths (os/linux/watch.c): joining starts them, closing
  * stops them. */
 #define _GNU_SOURCE
 
@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "wl-internal.h"
+#include "../../core/internal.h"
 
 #define WL__MAGIC "web-lock"
 #define WL__PAGE 4096
@@ -408,7 +408,7 @@ fail:
   return rc;
 }
 
-/* Reserves the memory that a repair after a crash works in (wl-recover.c),
+/* Reserves the memory that a repair after a crash works in (core/recover.c),
  * before joining (which may repair), so that no repair asks for memory it
  * may not get: a process that cannot have it cannot open the scope. It is
  * address space until a repair touches it (MAP_NORESERVE), which gives it

@@ -1,6 +1,6 @@
 /* A manager's region: a header, then blocks handed out from the start by
  * power-of-two size class, each with a small header, reused through one free
- * list per class (wl__alloc and wl__free, inline in wl-internal.h).
+ * list per class (wl__alloc and wl__free, inline in core/internal.h).
  * Everything in it is addressed by offsets from its base.
  *
  * The process-wide manager's region is a large reservation of address space
@@ -10,7 +10,7 @@
  * the mutex is held. */
 #include <string.h>
 
-#include "wl-internal.h"
+#include "internal.h"
 
 int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
                     uint64_t seed) {

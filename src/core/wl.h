@@ -1,7 +1,7 @@
 /* web-locks core: the W3C Web Locks lock manager in plain C.
  *
  * A manager's whole state lives in one region of memory addressed by
- * offsets (wl-region.c), guarded by one mutex, so the same algorithms run on
+ * offsets (core/region.c), guarded by one mutex, so the same algorithms run on
  * the process's own memory (wl_local(), the process-wide manager) and on a
  * mapping shared by processes. An agent is a thread (any party that owns an
  * event loop); it owns requests. Every outcome that the spec delivers "on the
@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wl-list.h"
+#include "list.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -76,7 +76,7 @@ enum {
 
 #define WL_CLIENT_ID_MAX 64
 
-#include "wl-table.h"
+#include "table.h"
 
 typedef struct wl_manager_s wl_manager_t;
 typedef struct wl_agent_s wl_agent_t;
@@ -96,7 +96,7 @@ struct wl_agent_s {
   uint32_t gen;   /* the record's generation when made */
   uint32_t local; /* its index in the manager's table of this process's agents */
   int wake_fd;    /* its FIFO's read end, for a shared manager; else -1 */
-  uint64_t wake;  /* its FIFO's number (wl-wake-linux.c), or 0 */
+  uint64_t wake;  /* its FIFO's number (os/linux/wake.c), or 0 */
   wl__table_t requests; /* its requests' handles, by the index records carry */
 };
 
@@ -189,7 +189,7 @@ wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events);
 int wl_agent_status(const wl_agent_t *agent);
 
 /* What an agent's waiting requests wait for, so that its thread knows
- * whether waiting is worth keeping its event loop alive for (binding.c):
+ * whether waiting is worth keeping its event loop alive for (binding/binding.c):
  * WL_WAITS_NOTHING (none is queued, no event is undelivered),
  * WL_WAITS_ON_SELF (every queued request has in its way a lock the agent
  * holds in a conflicting mode, or a request of the agent ahead of it: none

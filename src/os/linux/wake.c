@@ -38,7 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "wl-internal.h"
+#include "../../core/internal.h"
 
 #define WL__FIFO_PATH_MAX (WL__PATH_MAX + 24)
 /* Names drawn before giving up: each is taken with odds of 2^-64 unless

@@ -1,8 +1,8 @@
 /* The Node-API binding's common declarations. Its files, one per job:
  * binding.c (the module, each thread's state and agent of the process-wide
- * manager, request slots and the delivery of events), binding-query.c
+ * manager, request slots and the delivery of events), binding/query.c
  * (query()'s conversion of a snapshot) and the machine-wide manager's part,
- * binding-scope-linux.c, where it exists, or binding-scope-none.c. */
+ * binding/machine-linux.c, where it exists, or binding/machine-none.c. */
 #ifndef WL_BINDING_H
 #define WL_BINDING_H
 
@@ -15,7 +15,7 @@
 #include <node_api.h>
 #include <uv.h>
 
-#include "wl.h"
+#include "../core/wl.h"
 
 /* Checks a Node-API status in a function that returns a napi_value: on
  * failure, throws (unless an exception is already pending) and returns NULL. */
@@ -70,7 +70,7 @@ typedef struct wlb_agent_s wlb_agent_t;
 struct wlb_agent_s {
   wl_agent_t agent;
   wlb_thread_t *t;
-  struct wlb_segment_s *seg; /* binding-scope-linux.c's */
+  struct wlb_segment_s *seg; /* binding/machine-linux.c's */
   uv_poll_t poll;       /* its FIFO */
   unsigned char closed; /* wl_agent_close() ran: its records are gone */
 };
@@ -126,7 +126,7 @@ void wlb__notify(wl_agent_t *agent);
 void wlb__drain(wlb_thread_t *t);
 void wlb__closed(wlb_thread_t *t);
 
-/* binding-query.c: { held, pending }, the snapshot of manager m. */
+/* binding/query.c: { held, pending }, the snapshot of manager m. */
 napi_value wlb__query(napi_env env, wl_manager_t *m);
 
 /* The machine-wide manager's part (binding-scope-*.c): its functions, which

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "wl-os.h"
+#include "../os/os.h"
 
 /* GCC's builtins (atomics, branch hints, bit scans) are used throughout:
  * every compiler the package is built with (GCC, Clang, Zig's and
@@ -33,14 +33,14 @@ enum {
   WL__REQUEST = 3,
   WL__ARRAY = 4,
   WL__OWNER = 5,
-  WL__VACANT = 6 /* an owner record no process uses (wl-live-linux.c) */
+  WL__VACANT = 6 /* an owner record no process uses (os/linux/life.c) */
 };
 
-/* A process that has a shared manager open (wl-live-linux.c). It holds an OFD
+/* A process that has a shared manager open (os/linux/life.c). It holds an OFD
  * write lock on one byte of the file, at WL__LIVE_BASE + its record's
  * offset, which the kernel releases when the process dies, once its memory
  * is torn down. Sooner than that, the kernel marks `life` (a robust futex of
- * its watcher thread) and wakes the owner that watches it (wl-watch-linux.c).
+ * its watcher thread) and wakes the owner that watches it (os/linux/watch.c).
  * Other processes' watchers use watch, life and bell without the mutex:
  * they are read and written with atomics only. */
 typedef struct {
@@ -80,10 +80,10 @@ typedef struct {
   wl__link_t mail;   /* its requests with undelivered events */
   wl__link_t olink;  /* in its owner's agents (a shared manager's) */
   /* Its wl_agent_t: an index into its process's table (wl_manager_t.agents);
-   * in the process-wide manager, the address (see HANDLE_OF, wl-core.c). */
+   * in the process-wide manager, the address (see HANDLE_OF, core/algorithms-inl.h). */
   uint64_t local;
   wl_off_t owner;    /* its owner's record; 0 in the process-wide manager */
-  /* Its FIFO's number, drawn at random (wl-wake-linux.c); 0 while it has
+  /* Its FIFO's number, drawn at random (os/linux/wake.c); 0 while it has
    * none, and in the process-wide manager. */
   uint64_t wake;
   uint32_t closing;  /* wl_agent_close() runs: no mail, no notify */
@@ -96,7 +96,7 @@ enum { WL__IDLE = 0, WL__QUEUED = 1, WL__HELD = 2, WL__STOLEN = 3 };
 
 /* The ground truth of a shared manager: its request records. Every list
  * that links them can be rebuilt from their state, names, agents and keys
- * (wl-recover.c), which are written before the state that publishes them. */
+ * (core/recover.c), which are written before the state that publishes them. */
 typedef struct {
   wl__link_t qlink; /* in its name's queue when queued, held list when held */
   wl__link_t alink; /* in its agent's queued, held or stolen list */
@@ -162,7 +162,7 @@ typedef struct {
   uint32_t broken;
 } wl__hdr_t;
 
-/* An open write end of another process's agent's FIFO (wl-wake-linux.c). */
+/* An open write end of another process's agent's FIFO (os/linux/wake.c). */
 #define WL__WAKERS 32
 typedef struct {
   uint64_t wake; /* the FIFO's number: no other agent ever has it */
@@ -195,7 +195,7 @@ struct wl_manager_s {
   uint64_t scratch[64];   /* what a bad offset reads and writes instead */
   /* This process's owner record (0 in the process-wide manager): it tells
    * its agents, notified directly, from other processes', woken through
-   * their FIFOs (wl-wake-linux.c). */
+   * their FIFOs (os/linux/wake.c). */
   wl_off_t self;
   /* This process's agents of a shared manager, by the index their records
    * carry. Changed under the manager's mutex (a damaged manager's agent
@@ -211,7 +211,7 @@ struct wl_manager_s {
   unsigned mode;
   uint32_t gid;
   char path[WL__PATH_MAX];
-  /* A shared manager's mapping of its file (wl-segment-linux.c). */
+  /* A shared manager's mapping of its file (os/linux/file.c). */
   void *map;
   uint64_t map_size;
   /* Its repair's work memory, reserved with the mapping (wl__work_size). */
@@ -250,8 +250,8 @@ static inline int wl__is_damaged(wl_manager_t *m) {
 
 /* WL__SHARED(m): whether m is shared by processes, as a constant. The
  * algorithms are compiled once for each kind of manager: with 0 for the
- * process-wide one (wl-local.c), whose region only this code writes, so that
- * nothing read from it is checked, and with 1 for shared ones (wl-shared.c).
+ * process-wide one (core/process.c), whose region only this code writes, so that
+ * nothing read from it is checked, and with 1 for shared ones (core/machine.c).
  * Every other file serves shared managers, or tests, and uses 1. */
 #ifndef WL__SHARED
 #define WL__SHARED(m) 1
@@ -354,7 +354,7 @@ static inline int wl__more(wl_manager_t *m, wl_off_t head, uint64_t *steps) {
   return !wl__list_empty(m, head) && wl__step(m, steps);
 }
 
-/* Makes an empty region of `size` bytes at base, m's (wl-region.c). */
+/* Makes an empty region of `size` bytes at base, m's (core/region.c). */
 int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
                     uint64_t seed);
 
@@ -363,7 +363,7 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
  * copy (WL__SHARED). */
 
 /* Blocks this large give their pages back to the kernel when freed, so that
- * a burst of long names leaves no memory behind (wl-region.c). */
+ * a burst of long names leaves no memory behind (core/region.c). */
 #define WL__RETURN_BYTES ((uint64_t)1 << 20)
 void wl__return_pages(wl_manager_t *m, wl_off_t rec, uint64_t block);
 
@@ -387,7 +387,7 @@ static inline int wl__class_of(uint64_t bytes) {
 }
 
 /* WL__SHARED_ONLY(m, call, otherwise): a call into the machine-wide
- * manager's facilities (the wl-*-linux.c files), made only for a shared
+ * manager's facilities (the os/linux/*.c files), made only for a shared
  * manager, and compiled only into builds that have them, so that a build
  * without them links at any optimisation level. */
 #if WL_SHARED_MANAGER
@@ -397,11 +397,11 @@ static inline int wl__class_of(uint64_t bytes) {
 #endif
 
 /* Commits the process-wide manager's region up to `upto` bytes and raises
- * the limit to it (wl-region.c): 0, or WL_ENOMEM. */
+ * the limit to it (core/region.c): 0, or WL_ENOMEM. */
 int wl__commit(wl_manager_t *m, uint64_t upto);
 /* Has the file system reserve a shared manager's region up to `upto`
  * bytes, before anything is stored there, and raises the limit to it
- * (wl-segment-linux.c): 0, or WL_ENOMEM when it has no room left. */
+ * (os/linux/file.c): 0, or WL_ENOMEM when it has no room left. */
 int wl__reserve(wl_manager_t *m, uint64_t upto);
 /* Makes room for the region to use `upto` bytes, whichever its kind. */
 static inline int wl__grow(wl_manager_t *m, uint64_t upto) {
@@ -479,14 +479,14 @@ static inline void wl__free(wl_manager_t *m, wl_off_t rec) {
 
 /* Tells everyone that a shared manager is damaged, once, under its mutex:
  * marks its region broken for every process and wakes every agent it can
- * find in other processes, then wl__tell_agents (wl-live-linux.c). */
+ * find in other processes, then wl__tell_agents (os/linux/life.c). */
 WL__COLD void wl__announce(wl_manager_t *m);
 /* Notifies every agent of this process, with or without the mutex: the
  * damage reaches them through wl_agent_status(). */
 WL__COLD void wl__tell_agents(wl_manager_t *m);
 
 /* Takes and gives back the manager's mutex. Taking it repairs a shared
- * manager whose previous holder died (wl-recover.c), covers what other
+ * manager whose previous holder died (core/recover.c), covers what other
  * processes have used since (wl__cover), and refuses one that any process
  * has found damaged; returns 0 or an error code, and then the mutex is not
  * held. */
@@ -520,16 +520,16 @@ static inline void wl__unlock(wl_manager_t *m) {
 }
 int wl__recover(wl_manager_t *m);
 /* How much memory wl__recover works in, for a region of `capacity` bytes:
- * reserved when a shared manager is opened (wl-segment-linux.c), so that a
+ * reserved when a shared manager is opened (os/linux/file.c), so that a
  * repair never asks for memory that it may not get. */
 uint64_t wl__work_size(uint64_t capacity);
 /* Marks a shared manager's robust mutex consistent again, once its state is
- * repaired (wl-segment-linux.c). */
+ * repaired (os/linux/file.c). */
 void wl__mutex_consistent(wl_manager_t *m);
 /* A number no one can predict, never 0 (no FIFO), or an error code: for the
- * names of FIFOs and of a file being made (wl-wake-linux.c). */
+ * names of FIFOs and of a file being made (os/linux/wake.c). */
 int wl__draw(uint64_t *number);
-/* An agent's FIFO (wl-wake-linux.c), named by a number drawn at random and
+/* An agent's FIFO (os/linux/wake.c), named by a number drawn at random and
  * kept in its record (`wake`), which no other agent has: made and opened
  * for reading (the fd, or an error code; the number in *wake, 0 if none),
  * closed and removed, and written to wake its thread. */
@@ -546,7 +546,7 @@ void wl__wake_reap(wl_manager_t *m, const uint64_t *wake, unsigned n);
 /* Closes the write ends that wl__wake keeps open. */
 void wl__wakers_close(wl_manager_t *m);
 
-/* This process's owner record, under the mutex (wl-live-linux.c). Opening starts
+/* This process's owner record, under the mutex (os/linux/life.c). Opening starts
  * its watcher (wl__watch_start); closing stops it, so the sweeper must be
  * stopped first (wl__watch_stop_sweeper, without the mutex). */
 int wl__owner_open(wl_manager_t *m);
@@ -554,7 +554,7 @@ void wl__owner_close(wl_manager_t *m);
 /* Ends, as spec 2.6 says, every agent of every owner that has died. */
 void wl__sweep(wl_manager_t *m);
 
-/* Prompt notice of deaths (wl-watch-linux.c). Starts, under the mutex, the
+/* Prompt notice of deaths (os/linux/watch.c). Starts, under the mutex, the
  * threads that watch for the owner after `self` to die and sweep then;
  * `self`'s life holds the watcher's TID when it returns 0. */
 int wl__watch_start(wl_manager_t *m, wl_off_t self);
@@ -623,9 +623,9 @@ static inline const uint16_t *wl__units(wl_manager_t *m, wl_off_t n,
   return wl__span(m, n + offsetof(wl__name_t, units), units * sizeof(uint16_t));
 }
 
-/* The algorithms (wl-core.c, with the table of names, wl-names.c) as
+/* The algorithms (core/algorithms-inl.h, with the table of names, core/names-inl.h) as
  * compiled for one kind of manager; the public functions dispatch once to
- * the manager's kind (wl-api.c). */
+ * the manager's kind (core/api.c). */
 typedef struct {
   int (*agent_init)(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
                     size_t client_id_len, wl_notify_cb notify);

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wl-internal.h"
+#include "internal.h"
 
 #define NAME(m, off) WL__REC(m, off, wl__name_t)
 #define REQ(m, off) WL__REC(m, off, wl__req_t)

@@ -16,7 +16,7 @@ typedef struct {
   uint32_t free; /* index + 1 of the first free slot; 0: none */
 } wl__table_t;
 
-/* Adds free slots (wl-table.c): 0, or WL_ENOMEM. */
+/* Adds free slots (core/table.c): 0, or WL_ENOMEM. */
 int wl__table_grow(wl__table_t *t);
 /* Frees the table itself. */
 void wl__table_free(wl__table_t *t);

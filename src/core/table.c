@@ -1,7 +1,7 @@
-/* Process-local handle tables (wl-table.h). */
+/* Process-local handle tables (core/table.h). */
 #include <stdlib.h>
 
-#include "wl-internal.h"
+#include "internal.h"
 
 /* The most slots a table may have: an index + 1, shifted left once, fits a
  * uintptr_t on every platform, and a record stores it in 64 bits. */

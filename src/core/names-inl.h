@@ -1,11 +1,11 @@
 /* The manager's table of names: chained hashing over UTF-16 code units with
- * the region's seed (wl__hash, in wl-internal.h), grown and shrunk by powers
+ * the region's seed (wl__hash, in core/internal.h), grown and shrunk by powers
  * of two, plus a list in first-use order for snapshots. Everything is in the
- * region. Part of the algorithms: wl-core.c includes it, to be compiled with
+ * region. Part of the algorithms: core/algorithms-inl.h includes it, to be compiled with
  * them for each kind of manager. */
 #include <string.h>
 
-#include "wl-internal.h"
+#include "internal.h"
 
 #define WL__MIN_BUCKETS 16
 

@@ -4,15 +4,15 @@
  * in the manager's region, reached by offsets (`n` for a name's record, `r`
  * for a request's, `a` for an agent's).
  *
- * This file is compiled twice, into wl-local.c and wl-shared.c, with
+ * This file is compiled twice, into core/process.c and core/machine.c, with
  * WL__SHARED(m) a constant: the process-wide manager's copy has no checks,
  * walk budgets or recovery keys, a shared manager's has them all. What it
  * exports is one table of functions, WL__OPS. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "wl-internal.h"
-#include "wl-names.c"
+#include "internal.h"
+#include "names-inl.h"
 
 #define NAME(m, off) WL__REC(m, off, wl__name_t)
 #define REQ(m, off) WL__REC(m, off, wl__req_t)
@@ -29,7 +29,7 @@ static int wl__done(wl_manager_t *m, int rc) {
 }
 
 /* The next order key. Keys order a shared manager's records for recovery
- * (wl-recover.c); the process-wide manager is never recovered and stamps
+ * (core/recover.c); the process-wide manager is never recovered and stamps
  * none. (A grant's key is its token, which every manager gives.) */
 static uint64_t wl__stamp(wl_manager_t *m) { return ++WL__HDR(m)->stamp; }
 

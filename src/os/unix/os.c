@@ -1,4 +1,4 @@
-/* The OS layer (wl-os.h) on Linux and macOS. */
+/* The OS layer (os/os.h) on Linux and macOS. */
 #define _DEFAULT_SOURCE  /* MAP_ANONYMOUS, MAP_NORESERVE, madvise (glibc) */
 #define _DARWIN_C_SOURCE /* the same on macOS */
 
@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "wl-internal.h"
+#include "../os.h"
 
 int wl__os_mutex_init(wl__os_mutex_t *mu) {
   return pthread_mutex_init(mu, NULL) == 0 ? 0 : WL_ENOMEM;

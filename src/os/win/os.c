@@ -1,8 +1,8 @@
-/* The OS layer (wl-os.h) on Windows. */
+/* The OS layer (os/os.h) on Windows. */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
-#include "wl-internal.h"
+#include "../os.h"
 
 _Static_assert(sizeof(wl__os_mutex_t) == sizeof(SRWLOCK), "an SRWLOCK");
 _Static_assert(sizeof(wl__os_once_t) == sizeof(INIT_ONCE), "an INIT_ONCE");

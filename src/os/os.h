@@ -1,15 +1,15 @@
 /* The OS layer: what the core asks of the system, stated as guarantees
  * rather than system calls (as SQLite's os.h). One file per OS family keeps
- * them: wl-os-unix.c (Linux and macOS) and wl-os-win.c (Windows). The
+ * them: os/unix/os.c (Linux and macOS) and os/win/os.c (Windows). The
  * machine-wide manager's facilities (map a file, lock a byte for proof of
  * life, wait for a death, wake an agent) exist on Linux alone, in the
- * wl-*-linux.c files, and are declared in wl-internal.h. */
+ * os/linux/*.c files, and are declared in core/internal.h. */
 #ifndef WL_OS_H
 #define WL_OS_H
 
 #include <stdint.h>
 
-#include "wl.h"
+#include "../core/wl.h"
 
 /* A robust mutex's holder died holding it (wl__os_mutex_lock): one of the
  * core's own codes, never returned to callers. */
@@ -17,19 +17,19 @@
 
 /* The types, and what is inline, per platform. */
 #if defined(_WIN32)
-#include "wl-os-win.h"
+#include "win/os.h"
 #else
-#include "wl-os-unix.h"
+#include "unix/os.h"
 #endif
 
 /* A mutex of this process's threads. Initialising one: 0 or WL_ENOMEM.
  * Taking one returns 0, or, for a shared manager's robust mutex (Linux:
- * wl-segment-linux.c), WL__EOWNERDEAD when its holder died holding it (it
+ * os/linux/file.c), WL__EOWNERDEAD when its holder died holding it (it
  * is then held, and its state is to be repaired) or WL_ECORRUPT when it can
  * no longer be taken (it is then not held). */
 int wl__os_mutex_init(wl__os_mutex_t *mu);
 void wl__os_mutex_destroy(wl__os_mutex_t *mu);
-/* Inline where the platform's header says so (wl-os-unix.h): every
+/* Inline where the platform's header says so (os/unix/os.h): every
  * operation of the core takes and gives back a mutex. */
 #if !WL__OS_MUTEX_INLINE
 int wl__os_mutex_lock(wl__os_mutex_t *mu);

@@ -1,6 +1,6 @@
-/* The OS layer's types on Linux and macOS (wl-os.h), and its mutex, inline:
+/* The OS layer's types on Linux and macOS (os/os.h), and its mutex, inline:
  * a pthread mutex, the process's own or, for a shared manager, a robust one
- * in the file (wl-segment-linux.c). */
+ * in the file (os/linux/file.c). */
 #ifndef WL_OS_UNIX_H
 #define WL_OS_UNIX_H
 

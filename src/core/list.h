@@ -1,7 +1,7 @@
 /* The types of intrusive circular doubly-linked lists inside a region,
  * linked by offsets from the region's base rather than by pointers, so that
  * a region means the same wherever it is mapped. Their operations, which
- * check every offset they read, are in wl-internal.h. */
+ * check every offset they read, are in core/internal.h. */
 #ifndef WL_LIST_H
 #define WL_LIST_H
 

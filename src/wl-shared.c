@@ -1,9 +1,0 @@
-/* The algorithms (wl-core.c) for managers shared by processes
- * (wl-segment-linux.c). Every offset read from the region is checked, every walk
- * bounded, and every request record carries the keys from which recovery
- * rebuilds the lists (wl-recover.c): another process may have died in the
- * middle of an algorithm, or written anything at all. */
-#define WL__SHARED(m) 1
-#define WL__OPS wl__shared_ops
-
-#include "wl-core.c"
