@@ -3,20 +3,20 @@
     {
       "target_name": "web_locks",
       "variables": {
-        "wl_shared%": "<!(node -p \"process.platform === 'linux' && !process.env.WEB_LOCKS_NO_SHARED ? 1 : 0\")"
+        "wl_machine%": "<!(node -p \"process.platform === 'linux' && !process.env.WEB_LOCKS_NO_MACHINE ? 1 : 0\")"
       },
       "sources": [
         "src/core/api.c", "src/core/process.c", "src/core/region.c", "src/core/table.c",
         "src/binding/binding.c", "src/binding/query.c"
       ],
-      "defines": ["NAPI_VERSION=8", "WL_SHARED_MANAGER=<(wl_shared)"],
+      "defines": ["NAPI_VERSION=8", "WL_MACHINE_MANAGER=<(wl_machine)"],
       "conditions": [
         ["OS == 'win'", {
           "sources": ["src/os/win/os.c"]
         }, {
           "sources": ["src/os/unix/os.c"]
         }],
-        ["wl_shared == 1", {
+        ["wl_machine == 1", {
           "sources": [
             "src/core/machine.c", "src/core/recover.c", "src/os/linux/file.c",
             "src/os/linux/life.c", "src/os/linux/wake.c", "src/os/linux/watch.c",

@@ -3,7 +3,7 @@
 // What the shim and a backend tell each other about a request: its mode
 // (bit 0) and flags (the bits above), as the binding takes them, and the
 // events a backend delivers (the binding's WL_EV_*, and its WLB_EV_FAILED:
-// the request's manager was found damaged); and the slots of the binding's
+// the request's manager was found corrupt); and the slots of the binding's
 // io array (src/binding/binding.h's WLB_IO_*).
 module.exports = Object.freeze({
   SHARED: 1,

@@ -4,7 +4,7 @@
 // handling, the spec's validation steps, promises and AbortSignal. A manager
 // is a backend behind one interface (manager-process.js says what it is):
 // the process-wide one (`locks`), the machine-wide ones (openLockManager,
-// manager-host.js) and those in PostgreSQL (openLockManager with a
+// manager-machine.js) and those in PostgreSQL (openLockManager with a
 // `postgres` option, manager-postgres.js). The backend decides who holds
 // what; this file only runs callbacks and settles promises on this thread.
 
@@ -19,9 +19,9 @@ const {
   SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
-const { hostTarget, openHost, hostBackend } = require('./manager-host.js')
+const { machineTarget, openMachine, machineBackend } = require('./manager-machine.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./manager-postgres.js')
-const { HOST_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
+const { MACHINE_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
 const {
   SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN, EV_FAILED, IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI
 } = require('./events.js')
@@ -256,7 +256,7 @@ class LockRequest {
     this.settle(false, reason, ABORTED)
   }
 
-  // Its manager was closed or found damaged, or its agent ended (a
+  // Its manager was closed or found corrupt, or its agent ended (a
   // PostgreSQL session lost): the backend has dropped it (spec 2.6), so its
   // promise rejects, as after a steal, with an AbortError unless the backend
   // gives another error, and its callback never runs.
@@ -576,7 +576,7 @@ function closeBackend (backend) {
 }
 
 function closeAgent (agent) {
-  closeBackend(hostBackend(binding, agent))
+  closeBackend(machineBackend(binding, agent))
 }
 
 function closeAll () {
@@ -593,15 +593,15 @@ function openLockManager (scope, options) {
     // Options may be a function, as a dictionary may (its own properties).
     const postgres = options !== null && (typeof options === 'object' || typeof options === 'function') ? options.postgres : undefined
     if (postgres !== undefined) rejectUnknown(options, POSTGRES_OPTIONS, 'openLockManager', 'a PostgreSQL lock manager')
-    else rejectUnknown(options, HOST_OPTIONS, 'openLockManager', 'a machine-wide lock manager')
+    else rejectUnknown(options, MACHINE_OPTIONS, 'openLockManager', 'a machine-wide lock manager')
     if (postgres !== undefined) {
       const target = postgresTarget(scope, postgres, options)
       return PromisePrototypeThen(openPostgres(target), (backend) => new LockManager(kToken, backend))
     }
-    const target = hostTarget(scope, options)
+    const target = machineTarget(scope, options)
     let agent = MapPrototypeGet(openScopes, target.file)
     if (agent === undefined) {
-      agent = openHost(binding, target)
+      agent = openMachine(binding, target)
       MapPrototypeSet(openScopes, target.file, agent)
     }
     if (!WeakSetPrototypeHas(binding.scopes.exitHeard, process)) {
@@ -610,7 +610,7 @@ function openLockManager (scope, options) {
     }
     let manager = WeakMapPrototypeGet(managers, agent)
     if (manager === undefined) {
-      manager = new LockManager(kToken, hostBackend(binding, agent))
+      manager = new LockManager(kToken, machineBackend(binding, agent))
       WeakMapPrototypeSet(managers, agent, manager)
     }
     return PromiseResolve(manager)

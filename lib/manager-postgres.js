@@ -26,7 +26,7 @@ const path = require('path')
 const { randomBytes, randomUUID } = require('crypto')
 const { domException, SafeTypeError, SafeRangeError, SafeBigInt, performanceNow } = require('./intrinsics.js')
 const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('./events.js')
-const { isScope, SCOPE_MAX } = require('./manager-host.js')
+const { checkScope, openFailure: fail } = require('./options.js')
 
 const DEFAULT_SCHEMA = 'web_locks'
 const DEFAULT_KEEPALIVE_MS = 10000
@@ -73,10 +73,6 @@ const PROTOCOL_VIOLATION = '08P01' // also PgBouncer's refusals
 const MADE_MEANWHILE = new Set(['23505', '42P06', '42P07', '42710', '42723', '40P01'])
 const ENSURE_TRIES = 3
 const AGENT_GONE = 'WLGON'
-
-function fail (message) {
-  return `Failed to execute 'openLockManager': ${message}`
-}
 
 function loadPg () {
   try {
@@ -145,9 +141,7 @@ function toKeepalive (value = DEFAULT_KEEPALIVE_MS) {
 // keepalive }, from the options, whose `postgres` the caller has read.
 // Throws a TypeError or RangeError for bad arguments.
 function postgresTarget (scope, postgres, options) {
-  if (!isScope(scope)) {
-    throw new SafeTypeError(fail(`the scope must be 1 to ${SCOPE_MAX} letters, digits, '.', '_' or '-'.`))
-  }
+  checkScope(scope)
   const schema = toSchema(options.schema)
   const { config, pool } = toConnection(postgres)
   const keepalive = toKeepalive(options.keepalive)

@@ -87,7 +87,7 @@ function nativeBackend ({ requests, io }, ops, agent) {
       requests[id] = request
       return (result & 1) === 0
     },
-    // A manager found damaged fails every call: a release's error is the
+    // A manager found corrupt fails every call: a release's error is the
     // request's rejection, and an abort's is left to the failure that
     // every request of the manager is then delivered.
     release (request) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The machine-wide manager on a real arm64 Linux kernel: the C core's tests
-# (built for arm64) and its mocha file (test/host.test.js, with an arm64
+# (built for arm64) and its mocha file (test/machine.test.js, with an arm64
 # node and the linux-arm64 glibc prebuild) in a virtual machine,
 # qemu-system-aarch64 under software emulation. qemu-user cannot do this: it
 # has no futex_waitv and no robust futex lists.
@@ -64,7 +64,7 @@ pkg="$root/work/node_modules/web-locks"
 mkdir -p "$pkg/prebuilds/linux-arm64"
 cp -r package.json lib polyfill.js polyfill "$pkg/"
 cp prebuilds/linux-arm64/web-locks.glibc.node "$pkg/prebuilds/linux-arm64/"
-cp -r test/host.test.js test/fixtures "$root/work/test/"
+cp -r test/machine.test.js test/fixtures "$root/work/test/"
 node -e "
   // mocha, node-gyp-build and everything they depend on, as installed here.
   const path = require('path'), fs = require('fs')
@@ -108,7 +108,7 @@ WL_TEST_TIMEOUT=900 sh ./run-tests.sh ./test-* > /tmp/c.log 2>&1
 echo "arm64-vm: C tests exit $?"
 grep -e '^not ok' -e 'passed,' -e 'assertion' /tmp/c.log
 cd /work
-WEB_LOCKS_PKG=/work/node_modules/web-locks /bin/node node_modules/mocha/bin/mocha.js --no-config --timeout 60000 test/host.test.js > /tmp/mocha.log 2>&1
+WEB_LOCKS_PKG=/work/node_modules/web-locks /bin/node node_modules/mocha/bin/mocha.js --no-config --timeout 60000 test/machine.test.js > /tmp/mocha.log 2>&1
 echo "arm64-vm: mocha exit $?"
 grep -e 'passing' -e 'failing' -e 'pending' /tmp/mocha.log
 grep -A12 '^  [0-9]*) ' /tmp/mocha.log | head -80
@@ -125,4 +125,4 @@ ok=1
 grep -q 'arm64-vm: C tests exit 0' "$log" || ok=0
 grep -q 'arm64-vm: mocha exit 0' "$log" || ok=0
 [ "$ok" -eq 1 ] || { sed -n '/^arm64-vm: C tests exit/,$p' "$log"; echo "arm64-vm: FAILED (the console: $log)"; exit 1; }
-echo "arm64-vm: the C tests and test/host.test.js pass on arm64"
+echo "arm64-vm: the C tests and test/machine.test.js pass on arm64"

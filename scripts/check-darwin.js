@@ -3,7 +3,7 @@
 
 // macOS compile-and-link check (npm run check:darwin). Nothing here can run
 // a macOS binary, so this is what can be known on Linux: the addon's sources,
-// as binding.gyp selects them for macOS (OS 'mac', wl_shared 0), compile
+// as binding.gyp selects them for macOS (OS 'mac', wl_machine 0), compile
 // without a warning (-Werror) and link, for x86_64 and arm64 macOS 11, with
 // Zig's C compiler (macOS's libc headers and libSystem stubs, from npm, as
 // scripts/prebuild.js gets it). Each result is checked by reading it (Mach-O
@@ -37,7 +37,7 @@ const path = require('node:path')
 const { gyp, nodeFunctions, nodeHeaders, zig: installedZig } = require('./prebuild.js')
 
 const ROOT = path.resolve(__dirname, '..')
-const MAC = { OS: 'mac', wl_shared: 0 }
+const MAC = { OS: 'mac', wl_machine: 0 }
 const LIBSYSTEM = '/usr/lib/libSystem.B.dylib'
 
 // Mach-O constants (<mach-o/loader.h>, <mach-o/nlist.h>).

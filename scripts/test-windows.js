@@ -28,9 +28,9 @@ const ROOT = path.resolve(__dirname, '..')
 const SUITES = ['request', 'threads', 'steal', 'signal', 'query', 'keep-alive', 'thread-end', 'polyfill', 'esm',
   'names', 'validation', 'bad-input', 'callback', 'classes', 'if-available', 'async-context', 'diagnostics',
   'token', 'builtin-coexistence', 'load', 'region', 'postgres', 'postgres-ring', 'postgres-roles', 'postgres-sweep', 'abort-event']
-  .map((s) => `test/${s}.test.js`).concat('test/no-shared/no-shared.test.js')
-// Files not run: host and host-hostile (the machine-wide manager, Linux
-// only: no-shared.test.js checks that openLockManager(scope) rejects with a
+  .map((s) => `test/${s}.test.js`).concat('test/no-machine/no-machine.test.js')
+// Files not run: machine and machine-hostile (the machine-wide manager, Linux
+// only: no-machine.test.js checks that openLockManager(scope) rejects with a
 // NotSupportedError); postgres-pooler (it starts PgBouncer, a Linux program);
 // stress (under wine too slow for its floors of work done, and a 1 s
 // keepalive lost sessions while 4 node.exe started); scale and hostile

@@ -85,12 +85,12 @@ describe('platforms web-locks does not support', function () {
   });
 });
 
-// WEB_LOCKS_NO_SHARED at install asks for the addon without the machine-wide
+// WEB_LOCKS_NO_MACHINE at install asks for the addon without the machine-wide
 // manager (binding.gyp): no prebuilt binary is that, so the install script
 // compiles it even where one matches, and node-gyp-build loads that build
-// first (test/tools/no-shared.sh installs so, with a prebuild present, and
+// first (test/tools/no-machine.sh installs so, with a prebuild present, and
 // runs the suites on the result).
-describe('WEB_LOCKS_NO_SHARED at install', function () {
+describe('WEB_LOCKS_NO_MACHINE at install', function () {
   this.timeout(20000);
 
   it('compiles from source, where a matching prebuilt binary is otherwise only checked to load', function () {
@@ -104,7 +104,7 @@ describe('WEB_LOCKS_NO_SHARED at install', function () {
       // `node-gyp rebuild` from PATH; each shim logs its call and the
       // variable binding.gyp reads.
       for (const tool of ['node-gyp', 'node-gyp-build-test']) {
-        fs.writeFileSync(path.join(bin, tool), '#!/bin/sh\necho "$0 $* [$WEB_LOCKS_NO_SHARED]" >> "$WL_SHIM_LOG"\nexit 0\n', { mode: 0o755 });
+        fs.writeFileSync(path.join(bin, tool), '#!/bin/sh\necho "$0 $* [$WEB_LOCKS_NO_MACHINE]" >> "$WL_SHIM_LOG"\nexit 0\n', { mode: 0o755 });
       }
       const log = path.join(dir, 'log');
       const script = `process.argv[1] = ${JSON.stringify(path.join(PKG, 'scripts', 'install.js'))}; require(process.argv[1])`;
@@ -118,25 +118,25 @@ describe('WEB_LOCKS_NO_SHARED at install', function () {
       assert.equal(plain.status, 0, plain.stdout + plain.stderr);
       assert.equal(calls(), `${path.join(bin, 'node-gyp-build-test')}  []`);
 
-      const noShared = runAs('linux', 'x64', script, { cwd: PKG, env: { PATH: bin, WL_SHIM_LOG: log, WEB_LOCKS_NO_SHARED: '1' } });
-      assert.equal(noShared.status, 0, noShared.stdout + noShared.stderr);
+      const noMachine = runAs('linux', 'x64', script, { cwd: PKG, env: { PATH: bin, WL_SHIM_LOG: log, WEB_LOCKS_NO_MACHINE: '1' } });
+      assert.equal(noMachine.status, 0, noMachine.stdout + noMachine.stderr);
       assert.equal(calls(), `${path.join(bin, 'node-gyp')} rebuild [1]`);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  it('a build without the machine-wide manager says why: WEB_LOCKS_NO_SHARED on Linux, Linux elsewhere', function () {
+  it('a build without the machine-wide manager says why: WEB_LOCKS_NO_MACHINE on Linux, Linux elsewhere', function () {
     const target = { file: '/nowhere/web-locks.x', size: 8192, mode: 0o600 };
     const message = (platform) => {
-      const r = runAs(platform, 'x64', `try { require(${JSON.stringify(path.join(PKG, 'lib', 'manager-host.js'))}).openHost({}, ${JSON.stringify(target)}) }
+      const r = runAs(platform, 'x64', `try { require(${JSON.stringify(path.join(PKG, 'lib', 'manager-machine.js'))}).openMachine({}, ${JSON.stringify(target)}) }
         catch (error) { console.log(JSON.stringify({ name: error.name, message: error.message })) }`);
       assert.equal(r.status, 0, r.stderr);
       return JSON.parse(r.stdout);
     };
     const linux = message('linux');
     assert.equal(linux.name, 'NotSupportedError');
-    assert.match(linux.message, /built with WEB_LOCKS_NO_SHARED set/);
+    assert.match(linux.message, /built with WEB_LOCKS_NO_MACHINE set/);
     assert.doesNotMatch(linux.message, /needs Linux/);
     for (const platform of ['darwin', 'win32', 'freebsd']) {
       const other = message(platform);

@@ -2,7 +2,7 @@
 // lock.token (not in the spec): each grant's fencing token, a BigInt that
 // the lock manager gives in grant order, greater than every token it gave
 // before, whatever the name or thread. The machine-wide manager's tokens
-// across processes are tested in host.test.js.
+// across processes are tested in machine.test.js.
 const assert = require('node:assert/strict');
 const { api, uniq, hold, deferred } = require('./fixtures/util');
 const { spawnScript, terminateAll } = require('./fixtures/agent');

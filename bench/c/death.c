@@ -45,7 +45,7 @@ static void notify(wl_agent_t *agent) {
 static wl_manager_t *open_manager(void) {
   char err[256];
   wl_manager_t *m;
-  if (wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err)) != 0)
+  if (wl_scope_open(path, SIZE, 0600, &m, err, sizeof(err)) != 0)
     fail(err);
   return m;
 }
@@ -119,7 +119,7 @@ static int run(size_t bytes, double *grant, double *reap) {
   if (got != &r || events != WL_EV_GRANTED || wl_release(&r) != 1)
     fail("an unexpected event");
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   return 0;
 }
 

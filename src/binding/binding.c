@@ -1,5 +1,5 @@
 /* The Node-API binding: per thread (per Node environment), one wl_agent_t
- * of the process-wide manager and one of each shared manager the thread
+ * of the process-wide manager and one of each machine-wide manager the thread
  * opened. Agents are woken through a uv_async_t on the thread's own loop by
  * other threads of the process, through a uv_check_t (as setImmediate is) by
  * their own thread, which costs no syscall, and through a uv_poll_t on their
@@ -161,7 +161,7 @@ static void wlb__dispatch(wlb_thread_t *t, napi_value fn, uint32_t id,
   }
 }
 
-/* The agent's manager was found damaged: every request of it that the
+/* The agent's manager was found corrupt: every request of it that the
  * thread still has is dropped, its slot freed (so that it no longer keeps
  * the loop alive), and told to JS, which rejects it. */
 static void wlb__fail(wlb_thread_t *t, wl_agent_t *agent,
@@ -188,8 +188,8 @@ static void wlb__fail(wlb_thread_t *t, wl_agent_t *agent,
 static int wlb__deliver(wlb_thread_t *t, wl_agent_t *agent,
                         const unsigned char *closed, napi_value fn,
                         unsigned *budget) {
-  /* The process-wide manager's memory is the process's own: never damaged.
-   * A damaged one's wl_agent_next() finds nothing: asked once, after. */
+  /* The process-wide manager's memory is the process's own: never corrupt.
+   * A corrupt one's wl_agent_next() finds nothing: asked once, after. */
   int shared = agent != &t->agent;
   wl_request_t *req;
   unsigned events;
@@ -218,7 +218,7 @@ static int wlb__deliver(wlb_thread_t *t, wl_agent_t *agent,
 }
 
 /* A wake-up does not say which agent it is for: every agent's mailbox is
- * looked at (a thread has one or a few), each shared manager's agent looked
+ * looked at (a thread has one or a few), each machine-wide manager's agent looked
  * up again by its index, since a callback may close it. One handle scope and
  * one lookup of the dispatcher for the whole drain: a delivery makes no JS
  * value. */
@@ -411,7 +411,7 @@ napi_value wlb__throw_code(napi_env env, int rc) {
   else if (rc == WL_ENOMEM)
     napi_throw_range_error(env, "ENOMEM", "web-locks: out of memory");
   else
-    napi_throw_error(env, "ECORRUPT", "web-locks: the lock manager's state is damaged beyond repair");
+    napi_throw_error(env, "ECORRUPT", "web-locks: the lock manager's state is corrupt beyond repair");
   return NULL;
 }
 
@@ -459,10 +459,10 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
   if (t->io_ref == NULL && wlb__make_io(env, t) != 0)
     return NULL;
   WLB_CALL(env, napi_get_reference_value(env, t->io_ref, &io));
-  if (wl_local() == NULL)
+  if (wl_process() == NULL)
     return wlb__throw_code(env, WL_ENOMEM);
   t->agent.data = t;
-  rc = wl_agent_init(wl_local(), &t->agent, client_id, len, wlb__notify);
+  rc = wl_agent_init(wl_process(), &t->agent, client_id, len, wlb__notify);
   if (rc != 0)
     return wlb__throw_code(env, rc);
   /* Teardown closes the agent once dispatch is set; until then, this does. */
@@ -607,7 +607,7 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
 
 /* query() -> the snapshot of the whole process. */
 static napi_value wlb_query(napi_env env, napi_callback_info info) {
-  return wlb__query(env, wl_local());
+  return wlb__query(env, wl_process());
 }
 
 /* hasRef() of the thread's async resource: whether a request waits, which

@@ -58,26 +58,26 @@ enum { WLB_UNASKED, WLB_ON_SELF, WLB_ON_OTHERS };
 /* In a used slot's data: the request is not yet granted. */
 #define WLB_WAITING 2
 /* An event of the binding's own, beside the core's WL_EV_*: the request's
- * manager was found damaged, and the request is dropped (lib/events.js). */
+ * manager was found corrupt, and the request is dropped (lib/events.js). */
 #define WLB_EV_FAILED 8
 
 typedef struct wlb_thread_s wlb_thread_t;
 
 typedef struct wlb_agent_s wlb_agent_t;
 
-/* A thread's agent of a shared manager. Its agent.data is the thread, as
+/* A thread's agent of a machine-wide manager. Its agent.data is the thread, as
  * for the process-wide manager's. */
 struct wlb_agent_s {
   wl_agent_t agent;
   wlb_thread_t *t;
-  struct wlb_segment_s *seg; /* binding/machine-linux.c's */
+  struct wlb_file_s *seg; /* binding/machine-linux.c's */
   uv_poll_t poll;       /* its FIFO */
   unsigned char closed; /* wl_agent_close() ran: its records are gone */
 };
 
 struct wlb_thread_s {
   wl_agent_t agent; /* of the process-wide manager */
-  /* Agents of shared managers, indexed by the handle lib/ holds. */
+  /* Agents of machine-wide managers, indexed by the handle lib/ holds. */
   wlb_agent_t **scopes;
   uint32_t nscopes;
   uv_loop_t *loop;

@@ -1,5 +1,5 @@
-/* The binding's part for the machine-wide manager (wl_segment_open), which
- * exists on Linux: a thread's agents of shared managers, each polled on its
+/* The binding's part for the machine-wide manager (wl_scope_open), which
+ * exists on Linux: a thread's agents of machine-wide managers, each polled on its
  * FIFO, and the files mapped once per process. */
 #include "binding.h"
 
@@ -7,46 +7,46 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* A shared manager, mapped once per process however many threads open it.
+/* A machine-wide manager, mapped once per process however many threads open it.
  * It is found again by its file's identity, not its path: a file removed
  * and made anew at the same path is another manager. */
-typedef struct wlb_segment_s {
-  struct wlb_segment_s *next;
+typedef struct wlb_file_s {
+  struct wlb_file_s *next;
   wl_manager_t *m;
   unsigned refs; /* agents of this process */
   uint64_t dev;
   uint64_t ino;
-} wlb_segment_t;
+} wlb_file_t;
 
 
-/* Shared managers open in this process, under the mutex (libuv's has no
+/* Machine-wide managers open in this process, under the mutex (libuv's has no
  * static initialiser: made once; without it, no manager is opened). */
-static uv_once_t wlb__segments_once = UV_ONCE_INIT;
-static uv_mutex_t wlb__segments_mutex;
-static int wlb__segments_ok;
-static wlb_segment_t *wlb__segments;
+static uv_once_t wlb__files_once = UV_ONCE_INIT;
+static uv_mutex_t wlb__files_mutex;
+static int wlb__files_ok;
+static wlb_file_t *wlb__files;
 
-static void wlb__segments_init(void) {
-  wlb__segments_ok = uv_mutex_init(&wlb__segments_mutex) == 0;
+static void wlb__files_init(void) {
+  wlb__files_ok = uv_mutex_init(&wlb__files_mutex) == 0;
 }
 
 /* Maps the manager at path, or finds it mapped. Returns 0 or an error code
  * with a sentence in err. */
-static int wlb__segment_ref(const char *path, uint64_t size, unsigned mode,
-                            wlb_segment_t **out, char *err, size_t errlen) {
-  wlb_segment_t *seg = NULL;
+static int wlb__file_ref(const char *path, uint64_t size, unsigned mode,
+                            wlb_file_t **out, char *err, size_t errlen) {
+  wlb_file_t *seg = NULL;
   struct stat st;
   int rc = 0;
 
-  uv_once(&wlb__segments_once, wlb__segments_init);
-  if (!wlb__segments_ok)
+  uv_once(&wlb__files_once, wlb__files_init);
+  if (!wlb__files_ok)
     return WL_ENOMEM;
-  uv_mutex_lock(&wlb__segments_mutex);
+  uv_mutex_lock(&wlb__files_mutex);
   /* Not through a symbolic link: the file is opened without following one
    * (ELOOP), and a link must not lead to another scope mapped here; nor
-   * through a hard link, which wl_segment_open refuses (EMLINK). */
+   * through a hard link, which wl_scope_open refuses (EMLINK). */
   if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) {
-    for (seg = wlb__segments; seg != NULL; seg = seg->next) {
+    for (seg = wlb__files; seg != NULL; seg = seg->next) {
       if (seg->dev == (uint64_t)st.st_dev && seg->ino == (uint64_t)st.st_ino)
         break;
     }
@@ -55,39 +55,39 @@ static int wlb__segment_ref(const char *path, uint64_t size, unsigned mode,
     seg = malloc(sizeof(*seg));
     if (seg == NULL) {
       rc = WL_ENOMEM;
-    } else if ((rc = wl_segment_open(path, size, mode, &seg->m, err,
+    } else if ((rc = wl_scope_open(path, size, mode, &seg->m, err,
                                      errlen)) != 0 ||
-               (rc = wl_segment_identity(seg->m, &seg->dev, &seg->ino)) != 0) {
+               (rc = wl_scope_identity(seg->m, &seg->dev, &seg->ino)) != 0) {
       if (rc == 0)
-        wl_segment_close(seg->m);
+        wl_scope_close(seg->m);
       free(seg);
       seg = NULL;
     } else {
       seg->refs = 0;
-      seg->next = wlb__segments;
-      wlb__segments = seg;
+      seg->next = wlb__files;
+      wlb__files = seg;
     }
   }
   if (seg != NULL)
     seg->refs++;
-  uv_mutex_unlock(&wlb__segments_mutex);
+  uv_mutex_unlock(&wlb__files_mutex);
   *out = seg;
   return rc;
 }
 
 /* Unmaps the manager once no agent of this process uses it. */
-static void wlb__segment_unref(wlb_segment_t *seg) {
-  wlb_segment_t **at;
+static void wlb__file_unref(wlb_file_t *seg) {
+  wlb_file_t **at;
 
-  uv_mutex_lock(&wlb__segments_mutex);
+  uv_mutex_lock(&wlb__files_mutex);
   if (--seg->refs == 0) {
-    for (at = &wlb__segments; *at != seg; at = &(*at)->next)
+    for (at = &wlb__files; *at != seg; at = &(*at)->next)
       ;
     *at = seg->next;
-    wl_segment_close(seg->m);
+    wl_scope_close(seg->m);
     free(seg);
   }
-  uv_mutex_unlock(&wlb__segments_mutex);
+  uv_mutex_unlock(&wlb__files_mutex);
 }
 
 
@@ -99,7 +99,7 @@ static void wlb__on_poll_close(uv_handle_t *handle) {
   wlb__closed(t);
 }
 
-/* Ends a shared manager's agent (spec 2.6) and frees its requests' slots.
+/* Ends a machine-wide manager's agent (spec 2.6) and frees its requests' slots.
  * Its FIFO stops being polled before wl_agent_close() closes it. */
 static void wlb__close_scope(wlb_thread_t *t, uint32_t h) {
   wlb_agent_t *a = t->scopes[h];
@@ -108,7 +108,7 @@ static void wlb__close_scope(wlb_thread_t *t, uint32_t h) {
   uv_poll_stop(&a->poll);
   wl_agent_close(&a->agent);
   /* Unmapped now, not on the next tick: the file is free when close() is. */
-  wlb__segment_unref(a->seg);
+  wlb__file_unref(a->seg);
   a->closed = 1;
   t->scopes[h] = NULL;
   for (id = 0; id < t->nchunks * WLB_CHUNK; id++) {
@@ -139,7 +139,7 @@ static const char *wlb__code_name(int rc) {
 }
 
 
-/* The n arguments of a call on a shared manager, the first its handle:
+/* The n arguments of a call on a machine-wide manager, the first its handle:
  * the thread, the handle's index and its agent, or NULL with an exception
  * pending. */
 static wlb_agent_t *wlb__scope_args(napi_env env, napi_callback_info info,
@@ -155,7 +155,7 @@ static wlb_agent_t *wlb__scope_args(napi_env env, napi_callback_info info,
   return (*t)->scopes[*h];
 }
 
-/* A free index in the thread's table of shared managers' agents, or -1. */
+/* A free index in the thread's table of machine-wide managers' agents, or -1. */
 static int64_t wlb__scope_slot(wlb_thread_t *t) {
   wlb_agent_t **scopes;
   uint32_t h;
@@ -185,7 +185,7 @@ static void wlb__on_poll(uv_poll_t *poll, int status, int events) {
 static int wlb__join(wlb_thread_t *t, wlb_agent_t *a, const char *path,
                      uint64_t size, unsigned mode, const char *client_id,
                      size_t client_id_len, char *err, size_t errlen) {
-  int rc = wlb__segment_ref(path, size, mode, &a->seg, err, errlen);
+  int rc = wlb__file_ref(path, size, mode, &a->seg, err, errlen);
 
   if (rc != 0)
     return rc;
@@ -194,24 +194,24 @@ static int wlb__join(wlb_thread_t *t, wlb_agent_t *a, const char *path,
   rc = wl_agent_init(a->seg->m, &a->agent, client_id, client_id_len,
                      wlb__notify);
   if (rc != 0) {
-    wlb__segment_unref(a->seg);
+    wlb__file_unref(a->seg);
     snprintf(err, errlen, "cannot join the manager in %s: %s", path,
              rc == WL_ENOMEM     ? "it is full"
-             : rc == WL_ECORRUPT ? "its state is damaged"
+             : rc == WL_ECORRUPT ? "its state is corrupt"
                                  : uv_strerror(rc));
     return rc;
   }
   rc = uv_poll_init(t->loop, &a->poll, wl_agent_wake_fd(&a->agent));
   if (rc != 0) {
     wl_agent_close(&a->agent);
-    wlb__segment_unref(a->seg);
+    wlb__file_unref(a->seg);
   } else {
     t->open_handles++;
     /* Only waiting requests keep the loop alive (see wlb__make). */
     uv_unref((uv_handle_t *)&a->poll);
     if ((rc = uv_poll_start(&a->poll, UV_READABLE, wlb__on_poll)) != 0) {
       wl_agent_close(&a->agent);
-      wlb__segment_unref(a->seg);
+      wlb__file_unref(a->seg);
       a->closed = 1; /* freed by the handle's close callback */
       uv_close((uv_handle_t *)&a->poll, wlb__on_poll_close);
     }
@@ -273,7 +273,7 @@ static napi_value wlb_open(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* scopeRequest(handle, name, how): request() of a shared manager. */
+/* scopeRequest(handle, name, how): request() of a machine-wide manager. */
 static napi_value wlb_scope_request(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   wlb_thread_t *t;
@@ -297,7 +297,7 @@ static napi_value wlb_close(napi_env env, napi_callback_info info) {
 }
 
 
-/* scopeQuery(handle) -> the snapshot of a shared manager. */
+/* scopeQuery(handle) -> the snapshot of a machine-wide manager. */
 static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   wlb_thread_t *t;

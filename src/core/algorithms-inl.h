@@ -5,8 +5,8 @@
  * for a request's, `a` for an agent's).
  *
  * This file is compiled twice, into core/process.c and core/machine.c, with
- * WL__SHARED(m) a constant: the process-wide manager's copy has no checks,
- * walk budgets or recovery keys, a shared manager's has them all. What it
+ * WL__MACHINE(m) a constant: the process-wide manager's copy has no checks,
+ * walk budgets or recovery keys, a machine-wide manager's has them all. What it
  * exports is one table of functions, WL__OPS. */
 #include <stdlib.h>
 #include <string.h>
@@ -21,47 +21,47 @@
 #define AT(off, type, member) ((off) + offsetof(type, member))
 #define REQ_OF(link, member) wl__record_of(link, wl__req_t, member)
 
-/* Ends an operation: its result, or WL_ECORRUPT if it met a damaged offset
+/* Ends an operation: its result, or WL_ECORRUPT if it met a corrupt offset
  * (the handle then refuses every further operation). */
 static int wl__done(wl_manager_t *m, int rc) {
   wl__unlock(m);
-  return WL__SHARED(m) && wl__is_damaged(m) ? WL_ECORRUPT : rc;
+  return WL__MACHINE(m) && wl__is_corrupt(m) ? WL_ECORRUPT : rc;
 }
 
-/* The next order key. Keys order a shared manager's records for recovery
+/* The next order key. Keys order a machine-wide manager's records for recovery
  * (core/recover.c); the process-wide manager is never recovered and stamps
  * none. (A grant's key is its token, which every manager gives.) */
 static uint64_t wl__stamp(wl_manager_t *m) { return ++WL__HDR(m)->stamp; }
 
-/* How a record names its handle (`local`): in a shared manager, by an
+/* How a record names its handle (`local`): in a machine-wide manager, by an
  * index into a table of the process's own, checked before use; in the
  * process-wide one, whose region is this process's memory that only this
  * code writes, by the handle's address. */
 #define HANDLE_OF(m, local, table, type)                                       \
-  (WL__SHARED(m) ? (type *)wl__table_get(table, local)                        \
+  (WL__MACHINE(m) ? (type *)wl__table_get(table, local)                        \
                  : (type *)(uintptr_t)(local))
 
 /* Wakes an agent's thread: its notify callback in this process (checked,
- * in a shared manager: the handle its record names must have that record),
+ * in a machine-wide manager: the handle its record names must have that record),
  * its FIFO in another. */
 static void wl__notify(wl_manager_t *m, wl_off_t a) {
   wl__agent_t *agent = AGENT(m, a);
   wl_agent_t *handle;
 
-  if (!WL__SHARED(m)) {
+  if (!WL__MACHINE(m)) {
     handle = HANDLE_OF(m, agent->local, &m->agents, wl_agent_t);
     handle->notify(handle);
     return;
   }
   if (agent->owner != m->self) {
-    WL__SHARED_ONLY(m, wl__wake(m, a), (void)0);
+    WL__MACHINE_ONLY(m, wl__wake(m, a), (void)0);
     return;
   }
   handle = HANDLE_OF(m, agent->local, &m->agents, wl_agent_t);
   if (handle != NULL && handle->off == a)
     handle->notify(handle);
   else
-    wl__damaged(m);
+    wl__corrupt(m);
 }
 
 /* Whether the agent's record is still the one it was given. A shared
@@ -69,18 +69,18 @@ static void wl__notify(wl_manager_t *m, wl_off_t a) {
 static int wl__agent_live(wl_manager_t *m, const wl_agent_t *agent) {
   wl__block_t *b;
 
-  if (!WL__SHARED(m))
+  if (!WL__MACHINE(m))
     return 1;
   b = wl__block(m, agent->off);
   return b->kind == WL__AGENT && b->gen == agent->gen;
 }
 
 /* The process's table of agents, changed under the manager's mutex and,
- * for a shared manager, agents_mutex (see wl_manager_t). */
+ * for a machine-wide manager, agents_mutex (see wl_manager_t). */
 static int wl__agents_put(wl_manager_t *m, wl_agent_t *agent) {
   int rc;
 
-  if (!WL__SHARED(m))
+  if (!WL__MACHINE(m))
     return 0;
   wl__os_mutex_lock(&m->agents_mutex);
   rc = wl__table_put(&m->agents, agent, &agent->local);
@@ -89,7 +89,7 @@ static int wl__agents_put(wl_manager_t *m, wl_agent_t *agent) {
 }
 
 static void wl__agents_drop(wl_manager_t *m, wl_agent_t *agent) {
-  if (!WL__SHARED(m))
+  if (!WL__MACHINE(m))
     return;
   wl__os_mutex_lock(&m->agents_mutex);
   if (wl__table_get(&m->agents, agent->local) == agent)
@@ -98,10 +98,10 @@ static void wl__agents_drop(wl_manager_t *m, wl_agent_t *agent) {
 }
 
 /* A request's handle takes a slot of its agent's table while it has a
- * record, in a shared manager. */
+ * record, in a machine-wide manager. */
 static int wl__slot(wl_manager_t *m, wl_request_t *req) {
-  (void)m; /* WL__SHARED(m) is a constant */
-  if (!WL__SHARED(m))
+  (void)m; /* WL__MACHINE(m) is a constant */
+  if (!WL__MACHINE(m))
     return 0;
   return wl__table_put(&req->agent->requests, req, &req->local);
 }
@@ -109,7 +109,7 @@ static int wl__slot(wl_manager_t *m, wl_request_t *req) {
 static void wl__unslot(wl_request_t *req) {
   wl__table_t *t = &req->agent->requests;
 
-  if (!WL__SHARED(req->agent->m))
+  if (!WL__MACHINE(req->agent->m))
     return;
   if (wl__table_get(t, req->local) == req)
     wl__table_drop(t, req->local);
@@ -123,13 +123,13 @@ static void wl__mail(wl_manager_t *m, wl_off_t r, unsigned ev) {
   wl_off_t mail = AT(req->agent, wl__agent_t, mail);
   int was_empty;
 
-  if (agent->closing || (WL__SHARED(m) && wl__is_damaged(m)))
+  if (agent->closing || (WL__MACHINE(m) && wl__is_corrupt(m)))
     return;
   if (wl__linked(m, AT(r, wl__req_t, mlink))) {
     WL__PUBLISH(req->events, (uint16_t)(req->events | ev));
     return;
   }
-  if (WL__SHARED(m))
+  if (WL__MACHINE(m))
     req->mkey = wl__stamp(m);
   WL__PUBLISH(req->events, (uint16_t)(req->events | ev));
   was_empty = wl__list_empty(m, mail);
@@ -297,7 +297,7 @@ static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
   wl__list_init(m, AT(off, wl__agent_t, held));
   wl__list_init(m, AT(off, wl__agent_t, stolen));
   wl__list_init(m, AT(off, wl__agent_t, mail));
-  a->local = WL__SHARED(m) ? agent->local : (uint64_t)(uintptr_t)agent;
+  a->local = WL__MACHINE(m) ? agent->local : (uint64_t)(uintptr_t)agent;
   a->owner = m->self;
   a->wake = 0;
   if (m->self != 0)
@@ -306,22 +306,22 @@ static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
   a->client_id_len = (uint32_t)client_id_len;
   if (client_id_len > 0)
     memcpy(a->client_id, client_id, client_id_len);
-  /* Other processes wake a shared manager's agent through its FIFO, made
+  /* Other processes wake a machine-wide manager's agent through its FIFO, made
    * and (on failure) ended under the mutex, while no other agent can have
    * its record. */
-  if (WL__SHARED(m) &&
-      (fd = WL__SHARED_ONLY(m, wl__wake_open(m, off, &agent->wake), -1)) <
+  if (WL__MACHINE(m) &&
+      (fd = WL__MACHINE_ONLY(m, wl__wake_open(m, off, &agent->wake), -1)) <
           0) {
     rc = fd;
-  } else if (WL__SHARED(m) && wl__is_damaged(m)) {
-    WL__SHARED_ONLY(m, wl__wake_close(m, agent->wake, fd), (void)0);
+  } else if (WL__MACHINE(m) && wl__is_corrupt(m)) {
+    WL__MACHINE_ONLY(m, wl__wake_close(m, agent->wake, fd), (void)0);
     rc = WL_ECORRUPT;
   }
   if (rc != 0) {
     wl__close_agent(m, off);
     wl__agents_drop(m, agent);
     wl__unlock(m);
-    return WL__SHARED(m) && wl__is_damaged(m) ? WL_ECORRUPT : rc;
+    return WL__MACHINE(m) && wl__is_corrupt(m) ? WL_ECORRUPT : rc;
   }
   agent->wake_fd = fd;
   return wl__done(m, 0);
@@ -386,26 +386,26 @@ static void wl__close_agent(wl_manager_t *m, wl_off_t a) {
  * it), which no other agent can have, before its
  * record goes (a process killed in between leaves a record that a sweep
  * ends, never a FIFO that nothing names); without the mutex when the
- * manager is damaged. */
+ * manager is corrupt. */
 static void wl__agent_close(wl_agent_t *agent) {
   wl_manager_t *m = agent->m;
 
   if (wl__lock(m) == 0) {
-    WL__SHARED_ONLY(
+    WL__MACHINE_ONLY(
         m, wl__wake_close(m, agent->wake, agent->wake_fd), (void)0);
     if (wl__agent_live(m, agent))
       wl__close_agent(m, agent->off);
     wl__agents_drop(m, agent);
     wl__unlock(m);
-  } else if (WL__SHARED(m)) {
-    /* Damaged: no operation starts any more, but one that started before
+  } else if (WL__MACHINE(m)) {
+    /* Corrupt: no operation starts any more, but one that started before
      * may still notify this agent; it holds the mutex, which is waited for
      * (with whatever state it is in) before the agent leaves the table. */
     int rc = wl__os_mutex_lock(m->mutex);
     wl__agents_drop(m, agent);
     if (rc == 0 || rc == WL__EOWNERDEAD)
       wl__os_mutex_unlock(m->mutex);
-    WL__SHARED_ONLY(
+    WL__MACHINE_ONLY(
         m, wl__wake_close(m, agent->wake, agent->wake_fd), (void)0);
   }
   wl__table_free(&agent->requests);
@@ -423,18 +423,18 @@ static wl_request_t *wl__agent_next(wl_agent_t *agent, unsigned *events) {
     wl__req_t *req = REQ(m, r);
     handle = HANDLE_OF(m, req->local, &agent->requests, wl_request_t);
     /* The record must name a request of this agent that has that record. */
-    if (WL__SHARED(m) && (handle == NULL || handle->off != r ||
+    if (WL__MACHINE(m) && (handle == NULL || handle->off != r ||
                           handle->gen != wl__block(m, r)->gen)) {
-      wl__damaged(m);
+      wl__corrupt(m);
       wl__unlock(m);
       return NULL;
     }
     *events = req->events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE | WL_EV_STOLEN);
     /* A request is granted or unavailable, never both. */
-    if (WL__SHARED(m) &&
+    if (WL__MACHINE(m) &&
         (*events & (WL_EV_GRANTED | WL_EV_UNAVAILABLE)) ==
             (WL_EV_GRANTED | WL_EV_UNAVAILABLE)) {
-      wl__damaged(m);
+      wl__corrupt(m);
       wl__unlock(m);
       return NULL;
     }
@@ -451,7 +451,7 @@ static wl_request_t *wl__agent_next(wl_agent_t *agent, unsigned *events) {
     }
   }
   wl__unlock(m);
-  if (WL__SHARED(m) && wl__is_damaged(m))
+  if (WL__MACHINE(m) && wl__is_corrupt(m))
     return NULL;
   return handle;
 }
@@ -490,7 +490,7 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
   if ((granted = wl__lock(m)) != 0)
     return granted;
   if (!wl__agent_live(m, agent)) {
-    wl__damaged(m);
+    wl__corrupt(m);
     return wl__done(m, WL_ECORRUPT);
   }
   if (wl__slot(m, req) != 0)
@@ -505,7 +505,7 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
   }
   rec = REQ(m, r);
   rec->agent = agent->off;
-  rec->local = WL__SHARED(m) ? req->local : (uint64_t)(uintptr_t)req;
+  rec->local = WL__MACHINE(m) ? req->local : (uint64_t)(uintptr_t)req;
   rec->mode = (uint16_t)mode;
   req->off = r;
   req->gen = wl__block(m, r)->gen;
@@ -532,7 +532,7 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
   WL__FAULT("request-name");
   rec = REQ(m, r);
   rec->name = n;
-  if (WL__SHARED(m))
+  if (WL__MACHINE(m))
     rec->qkey = (flags & WL_STEAL) ? -(int64_t)wl__stamp(m)
                                    : (int64_t)wl__stamp(m);
   WL__PUBLISH(rec->state, WL__QUEUED);
@@ -672,19 +672,19 @@ static int wl__agent_waits(wl_agent_t *agent) {
 static size_t wl__client_id_len(wl_manager_t *m, const wl__agent_t *agent) {
   uint32_t len = agent->client_id_len;
 
-  if (!WL__SHARED(m))
+  if (!WL__MACHINE(m))
     return len;
   WL__HIDE(len);
   if (len <= WL_CLIENT_ID_MAX)
     return len;
-  wl__damaged(m);
+  wl__corrupt(m);
   return 0;
 }
 
 /* Room left in a snapshot's copy, as the first walk sized it. A shared
  * region may change between the walks (anyone who can write its file can
  * write it at any time): the second walk checks every entry, length and
- * step against what is left, and finds the region damaged rather than
+ * step against what is left, and finds the region corrupt rather than
  * write past it. */
 typedef struct {
   wl_info_t *held, *pending;
@@ -695,7 +695,7 @@ typedef struct {
 } wl__room_t;
 
 /* Copies one entry of the name whose units are at `name` (len of them).
- * Returns 0, or 1 when the copy has no room for it (damaged). */
+ * Returns 0, or 1 when the copy has no room for it (corrupt). */
 static int wl__fill(wl_manager_t *m, wl__room_t *room, wl_off_t r,
                     const uint16_t *name, size_t len, size_t name_index,
                     int held) {
@@ -726,7 +726,7 @@ static int wl__fill(wl_manager_t *m, wl__room_t *room, wl_off_t r,
   return 0;
 }
 
-/* The second walk: fills the copy. Returns 0, or 1 if it met damage. */
+/* The second walk: fills the copy. Returns 0, or 1 if it met corruption. */
 static int wl__fill_all(wl_manager_t *m, wl__room_t *room, size_t *nnames) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t order = wl__off_of(m, &h->order), ln, lr;
@@ -760,7 +760,7 @@ static int wl__fill_all(wl_manager_t *m, wl__room_t *room, size_t *nnames) {
     i++;
   }
   *nnames = i;
-  return wl__is_damaged(m);
+  return wl__is_corrupt(m);
 }
 
 /* Snapshot the lock state (4.5). Copies everything, so that the caller can
@@ -794,16 +794,16 @@ static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
          lr = WL__LINK(m, lr)->next, nheld++)
       text += wl__client_id_len(m, AGENT(m, REQ(m, REQ_OF(lr, qlink))->agent));
   }
-  /* Every name's units are in the region: more of them is damage, not a
+  /* Every name's units are in the region: more of them is corruption, not a
    * reason to ask for more memory. */
-  if (WL__SHARED(m) && units > m->capacity / sizeof(uint16_t))
-    wl__damaged(m);
-  snap->mem = wl__is_damaged(m) ? NULL
+  if (WL__MACHINE(m) && units > m->capacity / sizeof(uint16_t))
+    wl__corrupt(m);
+  snap->mem = wl__is_corrupt(m) ? NULL
                          : malloc((nheld + npending) * sizeof(wl_info_t) +
                                   units * sizeof(uint16_t) + text + 1);
   if (snap->mem == NULL) {
     wl__unlock(m);
-    return wl__is_damaged(m) ? WL_ECORRUPT : WL_ENOMEM;
+    return wl__is_corrupt(m) ? WL_ECORRUPT : WL_ENOMEM;
   }
   room.held = snap->held = snap->mem;
   room.pending = snap->pending = room.held + nheld;
@@ -819,7 +819,7 @@ static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   WL__FAULT("snapshot");
   if (wl__fill_all(m, &room, &nnames) || room.nheld != 0 ||
       room.npending != 0) {
-    wl__damaged(m);
+    wl__corrupt(m);
     wl__unlock(m);
     wl_snapshot_free(snap);
     return WL_ECORRUPT;

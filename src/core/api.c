@@ -25,7 +25,7 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
 uint64_t wl_request_token(const wl_request_t *req) { return req->token; }
 
 int wl_agent_status(const wl_agent_t *agent) {
-  return agent->m->shared && wl__is_damaged(agent->m) ? WL_ECORRUPT : 0;
+  return agent->m->machine && wl__is_corrupt(agent->m) ? WL_ECORRUPT : 0;
 }
 
 int wl_agent_waits(wl_agent_t *agent) {

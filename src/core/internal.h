@@ -36,7 +36,7 @@ enum {
   WL__VACANT = 6 /* an owner record no process uses (os/linux/life.c) */
 };
 
-/* A process that has a shared manager open (os/linux/life.c). It holds an OFD
+/* A process that has a machine-wide manager open (os/linux/life.c). It holds an OFD
  * write lock on one byte of the file, at WL__LIVE_BASE + its record's
  * offset, which the kernel releases when the process dies, once its memory
  * is torn down. Sooner than that, the kernel marks `life` (a robust futex of
@@ -53,7 +53,7 @@ typedef struct {
 
 #define WL__LIVE_BASE ((uint64_t)1 << 48)
 
-/* The longest path of a shared manager's file. */
+/* The longest path of a machine-wide manager's file. */
 #define WL__PATH_MAX 1024
 
 /* A resource name: created on first request; once it has no queued request
@@ -78,7 +78,7 @@ typedef struct {
   wl__link_t held;   /* its held locks, in grant order (the held set's) */
   wl__link_t stolen; /* its stolen requests, until it releases them */
   wl__link_t mail;   /* its requests with undelivered events */
-  wl__link_t olink;  /* in its owner's agents (a shared manager's) */
+  wl__link_t olink;  /* in its owner's agents (a machine-wide manager's) */
   /* Its wl_agent_t: an index into its process's table (wl_manager_t.agents);
    * in the process-wide manager, the address (see HANDLE_OF, core/algorithms-inl.h). */
   uint64_t local;
@@ -94,7 +94,7 @@ typedef struct {
 /* A request's state. IDLE: made (not yet queued), or unavailable. */
 enum { WL__IDLE = 0, WL__QUEUED = 1, WL__HELD = 2, WL__STOLEN = 3 };
 
-/* The ground truth of a shared manager: its request records. Every list
+/* The ground truth of a machine-wide manager: its request records. Every list
  * that links them can be rebuilt from their state, names, agents and keys
  * (core/recover.c), which are written before the state that publishes them. */
 typedef struct {
@@ -153,13 +153,13 @@ typedef struct {
    * table work; no algorithm can tell. */
   wl__link_t idle;
   uint64_t nidle;
-  wl__link_t owners; /* of a shared manager */
+  wl__link_t owners; /* of a machine-wide manager */
   /* Owner records no process uses, kept for owners only: a watcher that
    * still acts on one it watched writes only into an owner's life word. */
   wl__link_t vacant;
-  /* Set once any process finds the region damaged: every process then
+  /* Set once any process finds the region corrupt: every process then
    * refuses it (WL_ECORRUPT), never working on lists another found bad. */
-  uint32_t broken;
+  uint32_t corrupt;
 } wl__hdr_t;
 
 /* An open write end of another process's agent's FIFO (os/linux/wake.c). */
@@ -186,21 +186,21 @@ struct wl_manager_s {
   unsigned long long steps; /* capacity / 32 + 2: see WL__STEPS */
   /* An offset pointed outside it, or the mutex was found unusable. Set
    * with or without the mutex, read without it, by any thread (a sweeper's
-   * included): only through wl__mark_damaged and wl__is_damaged. */
-  _Bool damaged;
-  _Bool announced; /* the damage was told to the agents (wl__announce) */
+   * included): only through wl__mark_corrupt and wl__is_corrupt. */
+  _Bool corrupt;
+  _Bool announced; /* the corruption was told to the agents (wl__announce) */
   /* Mapped by other processes too: its offsets are checked. The process's
    * own region is written by this code alone and is not. */
-  _Bool shared;
+  _Bool machine;
   uint64_t scratch[64];   /* what a bad offset reads and writes instead */
   /* This process's owner record (0 in the process-wide manager): it tells
    * its agents, notified directly, from other processes', woken through
    * their FIFOs (os/linux/wake.c). */
   wl_off_t self;
-  /* This process's agents of a shared manager, by the index their records
-   * carry. Changed under the manager's mutex (a damaged manager's agent
+  /* This process's agents of a machine-wide manager, by the index their records
+   * carry. Changed under the manager's mutex (a corrupt manager's agent
    * leaving waits for it too) and agents_mutex; read under either: notify
-   * holds the mutex, and a damaged manager's agents are told under
+   * holds the mutex, and a corrupt manager's agents are told under
    * agents_mutex alone (wl__tell_agents). */
   wl__table_t agents;
   wl__os_mutex_t agents_mutex;
@@ -211,7 +211,7 @@ struct wl_manager_s {
   unsigned mode;
   uint32_t gid;
   char path[WL__PATH_MAX];
-  /* A shared manager's mapping of its file (os/linux/file.c). */
+  /* A machine-wide manager's mapping of its file (os/linux/file.c). */
   void *map;
   uint64_t map_size;
   /* Its repair's work memory, reserved with the mapping (wl__work_size). */
@@ -225,7 +225,7 @@ struct wl_manager_s {
 #define wl__off_of(m, ptr) ((wl_off_t)((char *)(ptr) - (m)->base))
 
 /* Every offset read from a shared region goes through here. One that points
- * outside the region (a damaged or hostile file) marks the manager damaged
+ * outside the region (a corrupt or hostile file) marks the manager corrupt
  * and yields a blank scratch record instead, so that the operation ends
  * without a stray access and reports WL_ECORRUPT. */
 #define WL__COLD __attribute__((cold, noinline))
@@ -237,36 +237,36 @@ struct wl_manager_s {
  * that a check lets through is read once, into a variable, and hidden. */
 #define WL__HIDE(v) __asm__("" : "+r"(v))
 
-/* wl__damaged is called under the mutex: its scratch record is the mutex
- * holder's. Without the mutex, the manager is only marked (wl__mark_damaged),
+/* wl__corrupt is called under the mutex: its scratch record is the mutex
+ * holder's. Without the mutex, the manager is only marked (wl__mark_corrupt),
  * since another thread may be using the scratch record meanwhile. */
-WL__COLD void *wl__damaged(wl_manager_t *m);
-static inline void wl__mark_damaged(wl_manager_t *m) {
-  __atomic_store_n(&m->damaged, 1, __ATOMIC_RELAXED);
+WL__COLD void *wl__corrupt(wl_manager_t *m);
+static inline void wl__mark_corrupt(wl_manager_t *m) {
+  __atomic_store_n(&m->corrupt, 1, __ATOMIC_RELAXED);
 }
-static inline int wl__is_damaged(wl_manager_t *m) {
-  return __atomic_load_n(&m->damaged, __ATOMIC_RELAXED);
+static inline int wl__is_corrupt(wl_manager_t *m) {
+  return __atomic_load_n(&m->corrupt, __ATOMIC_RELAXED);
 }
 
-/* WL__SHARED(m): whether m is shared by processes, as a constant. The
+/* WL__MACHINE(m): whether m is shared by processes, as a constant. The
  * algorithms are compiled once for each kind of manager: with 0 for the
  * process-wide one (core/process.c), whose region only this code writes, so that
  * nothing read from it is checked, and with 1 for shared ones (core/machine.c).
- * Every other file serves shared managers, or tests, and uses 1. */
-#ifndef WL__SHARED
-#define WL__SHARED(m) 1
+ * Every other file serves machine-wide managers, or tests, and uses 1. */
+#ifndef WL__MACHINE
+#define WL__MACHINE(m) 1
 #endif
 
 /* One unsigned compare: off in [16, limit - bytes] (a region is always
  * larger than a record plus its block header), and 8-aligned, as every
  * record and link is (a misaligned atomic faults on some processors). */
 static inline void *wl__rec(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
-  if (WL__SHARED(m)) {
+  if (WL__MACHINE(m)) {
     WL__HIDE(off);
     if (WL__UNLIKELY((off - sizeof(wl__block_t) >
                       m->limit - sizeof(wl__block_t) - bytes) |
                      (off & 7)))
-      return wl__damaged(m);
+      return wl__corrupt(m);
   }
   return m->base + off;
 }
@@ -274,12 +274,12 @@ static inline void *wl__rec(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
 /* The same for a span longer than the scratch record (a bucket array, a
  * name's units): NULL when it is outside the region. */
 static inline void *wl__span(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
-  if (WL__SHARED(m)) {
+  if (WL__MACHINE(m)) {
     WL__HIDE(off);
     WL__HIDE(bytes);
     if (off < sizeof(wl__block_t) || bytes > m->limit ||
         off > m->limit - bytes) {
-      wl__damaged(m);
+      wl__corrupt(m);
       return NULL;
     }
   }
@@ -290,7 +290,7 @@ static inline void *wl__span(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
 #define WL__LINK(m, off) WL__REC(m, off, wl__link_t)
 
 /* How many steps any walk may take: more than the region can hold records
- * (capacity / 32 + 2), so a longer walk is a damaged list. */
+ * (capacity / 32 + 2), so a longer walk is a corrupt list. */
 #define WL__STEPS(m) ((m)->steps)
 
 static inline void wl__list_init(wl_manager_t *m, wl_off_t head) {
@@ -334,15 +334,15 @@ static inline void wl__list_remove(wl_manager_t *m, wl_off_t node) {
   n->next = 0;
 }
 
-/* One more step of a walk: 0 when the manager is damaged or the walk's
- * budget is spent (then it is damaged: no list is that long). */
+/* One more step of a walk: 0 when the manager is corrupt or the walk's
+ * budget is spent (then it is corrupt: no list is that long). */
 static inline int wl__step(wl_manager_t *m, uint64_t *steps) {
-  if (!WL__SHARED(m))
+  if (!WL__MACHINE(m))
     return 1;
-  if (wl__is_damaged(m))
+  if (wl__is_corrupt(m))
     return 0;
   if (*steps == 0) {
-    wl__damaged(m);
+    wl__corrupt(m);
     return 0;
   }
   --*steps;
@@ -360,7 +360,7 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
 
 /* Region blocks. These functions are inline, as is everything that the
  * algorithms call in the region, so that each kind of manager gets its own
- * copy (WL__SHARED). */
+ * copy (WL__MACHINE). */
 
 /* Blocks this large give their pages back to the kernel when freed, so that
  * a burst of long names leaves no memory behind (core/region.c). */
@@ -386,26 +386,26 @@ static inline int wl__class_of(uint64_t bytes) {
   return shift - WL__MIN_SHIFT;
 }
 
-/* WL__SHARED_ONLY(m, call, otherwise): a call into the machine-wide
- * manager's facilities (the os/linux/*.c files), made only for a shared
+/* WL__MACHINE_ONLY(m, call, otherwise): a call into the machine-wide
+ * manager's facilities (the os/linux/ files), made only for a machine-wide
  * manager, and compiled only into builds that have them, so that a build
  * without them links at any optimisation level. */
-#if WL_SHARED_MANAGER
-#define WL__SHARED_ONLY(m, call, otherwise) (WL__SHARED(m) ? (call) : (otherwise))
+#if WL_MACHINE_MANAGER
+#define WL__MACHINE_ONLY(m, call, otherwise) (WL__MACHINE(m) ? (call) : (otherwise))
 #else
-#define WL__SHARED_ONLY(m, call, otherwise) (otherwise)
+#define WL__MACHINE_ONLY(m, call, otherwise) (otherwise)
 #endif
 
 /* Commits the process-wide manager's region up to `upto` bytes and raises
  * the limit to it (core/region.c): 0, or WL_ENOMEM. */
 int wl__commit(wl_manager_t *m, uint64_t upto);
-/* Has the file system reserve a shared manager's region up to `upto`
+/* Has the file system reserve a machine-wide manager's region up to `upto`
  * bytes, before anything is stored there, and raises the limit to it
  * (os/linux/file.c): 0, or WL_ENOMEM when it has no room left. */
 int wl__reserve(wl_manager_t *m, uint64_t upto);
 /* Makes room for the region to use `upto` bytes, whichever its kind. */
 static inline int wl__grow(wl_manager_t *m, uint64_t upto) {
-  return WL__SHARED_ONLY(m, wl__reserve(m, upto), wl__commit(m, upto));
+  return WL__MACHINE_ONLY(m, wl__reserve(m, upto), wl__commit(m, upto));
 }
 /* Under the mutex: raises the limit to what other processes have used
  * since, whose pages they reserved; 0, or WL_ECORRUPT for a region that
@@ -433,8 +433,8 @@ static inline wl_off_t wl__alloc(wl_manager_t *m, uint32_t kind,
   if (rec != 0) {
     h->free[c] = *WL__REC(m, rec, wl_off_t);
     b = wl__block(m, rec);
-    if (WL__SHARED(m) && (b->cls != (uint32_t)c || wl__is_damaged(m)))
-      return 0; /* a damaged free list: reported, and nothing handed out */
+    if (WL__MACHINE(m) && (b->cls != (uint32_t)c || wl__is_corrupt(m)))
+      return 0; /* a corrupt free list: reported, and nothing handed out */
   } else {
     uint64_t block = (uint64_t)1 << (c + WL__MIN_SHIFT), used = h->used;
     if (used > m->capacity || block > m->capacity - used)
@@ -460,10 +460,10 @@ static inline void wl__free(wl_manager_t *m, wl_off_t rec) {
   uint16_t cls = b->cls;
   uint64_t block;
 
-  if (WL__SHARED(m)) {
+  if (WL__MACHINE(m)) {
     WL__HIDE(cls);
-    if (cls >= WL__NCLASSES || wl__is_damaged(m)) {
-      wl__damaged(m);
+    if (cls >= WL__NCLASSES || wl__is_corrupt(m)) {
+      wl__corrupt(m);
       return;
     }
   }
@@ -477,32 +477,32 @@ static inline void wl__free(wl_manager_t *m, wl_off_t rec) {
     wl__return_pages(m, rec, block);
 }
 
-/* Tells everyone that a shared manager is damaged, once, under its mutex:
- * marks its region broken for every process and wakes every agent it can
+/* Tells everyone that a machine-wide manager is corrupt, once, under its mutex:
+ * marks its region corrupt for every process and wakes every agent it can
  * find in other processes, then wl__tell_agents (os/linux/life.c). */
 WL__COLD void wl__announce(wl_manager_t *m);
 /* Notifies every agent of this process, with or without the mutex: the
- * damage reaches them through wl_agent_status(). */
+ * corruption reaches them through wl_agent_status(). */
 WL__COLD void wl__tell_agents(wl_manager_t *m);
 
 /* Takes and gives back the manager's mutex. Taking it repairs a shared
  * manager whose previous holder died (core/recover.c), covers what other
  * processes have used since (wl__cover), and refuses one that any process
- * has found damaged; returns 0 or an error code, and then the mutex is not
+ * has found corrupt; returns 0 or an error code, and then the mutex is not
  * held. */
 WL__COLD int wl__lock_slow(wl_manager_t *m, int rc);
 WL__COLD int wl__lock_check(wl_manager_t *m);
 static inline int wl__lock(wl_manager_t *m) {
   int rc;
 
-  if (WL__SHARED(m) && WL__UNLIKELY(wl__is_damaged(m)))
+  if (WL__MACHINE(m) && WL__UNLIKELY(wl__is_corrupt(m)))
     return WL_ECORRUPT;
   rc = wl__os_mutex_lock(m->mutex);
-#if WL_SHARED_MANAGER
+#if WL_MACHINE_MANAGER
   if (WL__UNLIKELY(rc != 0))
     return wl__lock_slow(m, rc);
-  if (WL__SHARED(m) &&
-      WL__UNLIKELY(__atomic_load_n(&WL__HDR(m)->broken, __ATOMIC_RELAXED) ||
+  if (WL__MACHINE(m) &&
+      WL__UNLIKELY(__atomic_load_n(&WL__HDR(m)->corrupt, __ATOMIC_RELAXED) ||
                    WL__HDR(m)->used > m->limit))
     return wl__lock_check(m);
   return 0;
@@ -512,18 +512,18 @@ static inline int wl__lock(wl_manager_t *m) {
 }
 
 static inline void wl__unlock(wl_manager_t *m) {
-#if WL_SHARED_MANAGER
-  if (WL__SHARED(m) && WL__UNLIKELY(wl__is_damaged(m) && !m->announced))
+#if WL_MACHINE_MANAGER
+  if (WL__MACHINE(m) && WL__UNLIKELY(wl__is_corrupt(m) && !m->announced))
     wl__announce(m);
 #endif
   wl__os_mutex_unlock(m->mutex);
 }
 int wl__recover(wl_manager_t *m);
 /* How much memory wl__recover works in, for a region of `capacity` bytes:
- * reserved when a shared manager is opened (os/linux/file.c), so that a
+ * reserved when a machine-wide manager is opened (os/linux/file.c), so that a
  * repair never asks for memory that it may not get. */
 uint64_t wl__work_size(uint64_t capacity);
-/* Marks a shared manager's robust mutex consistent again, once its state is
+/* Marks a machine-wide manager's robust mutex consistent again, once its state is
  * repaired (os/linux/file.c). */
 void wl__mutex_consistent(wl_manager_t *m);
 /* A number no one can predict, never 0 (no FIFO), or an error code: for the
@@ -613,11 +613,11 @@ static inline const uint16_t *wl__units(wl_manager_t *m, wl_off_t n,
                                         size_t *len) {
   uint64_t units = WL__REC(m, n, wl__name_t)->len;
 
-  if (WL__SHARED(m))
+  if (WL__MACHINE(m))
     WL__HIDE(units);
   *len = (size_t)units;
-  if (WL__SHARED(m) && units > m->limit / sizeof(uint16_t)) {
-    wl__damaged(m);
+  if (WL__MACHINE(m) && units > m->limit / sizeof(uint16_t)) {
+    wl__corrupt(m);
     return NULL;
   }
   return wl__span(m, n + offsetof(wl__name_t, units), units * sizeof(uint16_t));
@@ -653,15 +653,15 @@ typedef struct {
   int (*names_link)(wl_manager_t *m, wl_off_t n);
 } wl__ops_t;
 
-extern const wl__ops_t wl__local_ops;
-extern const wl__ops_t wl__shared_ops;
+extern const wl__ops_t wl__process_ops;
+extern const wl__ops_t wl__machine_ops;
 
 static inline const wl__ops_t *wl__ops(const wl_manager_t *m) {
-#if WL_SHARED_MANAGER
-  return m->shared ? &wl__shared_ops : &wl__local_ops;
+#if WL_MACHINE_MANAGER
+  return m->machine ? &wl__machine_ops : &wl__process_ops;
 #else
   (void)m;
-  return &wl__local_ops;
+  return &wl__process_ops;
 #endif
 }
 

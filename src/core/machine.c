@@ -3,7 +3,7 @@
  * bounded, and every request record carries the keys from which recovery
  * rebuilds the lists (core/recover.c): another process may have died in the
  * middle of an algorithm, or written anything at all. */
-#define WL__SHARED(m) 1
-#define WL__OPS wl__shared_ops
+#define WL__MACHINE(m) 1
+#define WL__OPS wl__machine_ops
 
 #include "algorithms-inl.h"

@@ -12,17 +12,17 @@
 #define WL__NAME(m, off) WL__REC(m, off, wl__name_t)
 
 /* The table's buckets and the mask of their count, read once and checked;
- * NULL if there are none or they are damaged. */
+ * NULL if there are none or they are corrupt. */
 static wl_off_t *wl__buckets(wl_manager_t *m, uint64_t *mask) {
   uint64_t n = WL__HDR(m)->nbuckets;
 
-  if (WL__SHARED(m))
+  if (WL__MACHINE(m))
     WL__HIDE(n);
   if (n == 0)
     return NULL;
-  if (WL__SHARED(m) &&
+  if (WL__MACHINE(m) &&
       ((n & (n - 1)) != 0 || n > m->limit / sizeof(wl_off_t))) {
-    wl__damaged(m);
+    wl__corrupt(m);
     return NULL;
   }
   *mask = n - 1;
@@ -37,7 +37,7 @@ static void wl__names_resize(wl_manager_t *m, uint64_t nbuckets) {
 
   if (nbuckets <= m->capacity / sizeof(wl_off_t))
     off = wl__alloc(m, WL__ARRAY, nbuckets * sizeof(wl_off_t));
-  if (off == 0 || wl__is_damaged(m))
+  if (off == 0 || wl__is_corrupt(m))
     return; /* keep the old table: longer chains, still correct */
   buckets = wl__span(m, off, nbuckets * sizeof(wl_off_t));
   if (buckets == NULL)
@@ -90,13 +90,13 @@ static int wl__names_link(wl_manager_t *m, wl_off_t n) {
   uint64_t mask = 0;
   wl_off_t *buckets = wl__buckets(m, &mask);
 
-  if (buckets == NULL && !wl__is_damaged(m))
+  if (buckets == NULL && !wl__is_corrupt(m))
     wl__names_resize(m, WL__MIN_BUCKETS);
   else if (buckets != NULL && h->count > mask)
     wl__names_resize(m, (mask + 1) * 2);
   buckets = wl__buckets(m, &mask);
   if (buckets == NULL)
-    return wl__is_damaged(m) ? WL_ECORRUPT : WL_ENOMEM;
+    return wl__is_corrupt(m) ? WL_ECORRUPT : WL_ENOMEM;
   name->hnext = buckets[name->hash & mask];
   buckets[name->hash & mask] = n;
   wl__list_append(m, wl__off_of(m, &h->order), n + offsetof(wl__name_t, order));
@@ -143,8 +143,8 @@ static void wl__names_remove(wl_manager_t *m, wl_off_t n) {
     return;
   p = &buckets[name->hash & mask];
   while (*p != n) {
-    if (WL__SHARED(m) && (*p == 0 || !wl__step(m, &steps))) {
-      wl__damaged(m);
+    if (WL__MACHINE(m) && (*p == 0 || !wl__step(m, &steps))) {
+      wl__corrupt(m);
       return;
     }
     p = &WL__NAME(m, *p)->hnext;

@@ -1,4 +1,4 @@
-/* Recovery of a shared manager whose mutex holder died inside an algorithm
+/* Recovery of a machine-wide manager whose mutex holder died inside an algorithm
  * (the robust mutex says EOWNERDEAD). As SQLite and LMDB do, it trusts only
  * what it can re-derive: it walks every block of the region, keeps the
  * request and agent records whose fields are consistent, and rebuilds from
@@ -89,7 +89,7 @@ static int wl__scan(wl_manager_t *m, wl__blocks_t *bl) {
     uint64_t size;
     WL__HIDE(cls);
     WL__HIDE(kind);
-    if (used - at < sizeof(*b) || cls >= WL__NCLASSES || wl__is_damaged(m))
+    if (used - at < sizeof(*b) || cls >= WL__NCLASSES || wl__is_corrupt(m))
       return WL_ECORRUPT;
     size = (uint64_t)1 << (cls + WL__MIN_SHIFT);
     if (size > used - at || kind > WL__VACANT || bl->n == bl->cap)
@@ -158,7 +158,7 @@ static void wl__reset_free_lists(wl_manager_t *m, const wl__blocks_t *bl) {
       uint16_t cls = wl__block(m, bl->recs[i])->cls;
       WL__HIDE(cls);
       if (cls >= WL__NCLASSES) {
-        wl__damaged(m);
+        wl__corrupt(m);
         return;
       }
       *WL__REC(m, bl->recs[i], wl_off_t) = h->free[cls];
@@ -260,7 +260,7 @@ static void wl__relink(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
  * needs no room that a full region or file system could not give. Every
  * state a crash of this code leaves has a table block once any name has
  * been linked (a bigger one is made before the old one is freed); with
- * none, names_link makes one, which may fail for want of room (a damaged
+ * none, names_link makes one, which may fail for want of room (a corrupt
  * file, or another version's recovery cut short). */
 static int wl__reuse_table(wl_manager_t *m, wl_off_t table) {
   wl__hdr_t *h = WL__HDR(m);
@@ -289,7 +289,7 @@ static int wl__reuse_table(wl_manager_t *m, wl_off_t table) {
 
 /* The grant counter is the one thing recovery keeps without re-deriving it
  * (the records of released grants are gone). A crash cannot leave it below
- * a kept record's token (it is stored before the token is), a damaged
+ * a kept record's token (it is stored before the token is), a corrupt
  * header can: it is raised past every one, so that no token is given
  * twice, and never lowered. */
 static void wl__keep_grants(wl_manager_t *m, const wl_off_t *reqs, size_t n) {
@@ -385,7 +385,7 @@ int wl__recover(wl_manager_t *m) {
     }
   }
   wl__reset_free_lists(m, &bl);
-  if (wl__is_damaged(m)) {
+  if (wl__is_corrupt(m)) {
     rc = WL_ECORRUPT;
     goto done;
   }
@@ -406,7 +406,7 @@ int wl__recover(wl_manager_t *m) {
       goto done;
     }
     name->hash = wl__hash(m, units, len);
-    if (wl__shared_ops.names_link(m, names[i]) != 0) {
+    if (wl__machine_ops.names_link(m, names[i]) != 0) {
       rc = WL_ECORRUPT;
       goto done;
     }
@@ -419,8 +419,8 @@ int wl__recover(wl_manager_t *m) {
     wl_off_t q = AT(names[i], wl__name_t, queue);
     if (!wl__list_empty(m, q) &&
         REQ(m, wl__record_of(WL__LINK(m, q)->next, wl__req_t, qlink))->qkey < 0)
-      wl__shared_ops.steal(m, names[i]);
-    wl__shared_ops.process(m, names[i]);
+      wl__machine_ops.steal(m, names[i]);
+    wl__machine_ops.process(m, names[i]);
   }
   /* An agent without a live owner record is gone with its process, and
    * so is its FIFO. */
@@ -428,7 +428,7 @@ int wl__recover(wl_manager_t *m) {
     if (bl.kinds[i] == WL__AGENT &&
         !wl__linked(m, AT(bl.recs[i], wl__agent_t, olink))) {
       wl__wake_close(m, AGENT(m, bl.recs[i])->wake, -1);
-      wl__shared_ops.close_agent(m, bl.recs[i]);
+      wl__machine_ops.close_agent(m, bl.recs[i]);
       bl.kinds[i] = WL__FREE;
     }
   }
@@ -437,34 +437,34 @@ int wl__recover(wl_manager_t *m) {
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__AGENT &&
         !wl__list_empty(m, AT(bl.recs[i], wl__agent_t, mail)))
-      wl__shared_ops.notify(m, bl.recs[i]);
+      wl__machine_ops.notify(m, bl.recs[i]);
   }
   /* The dead process may have been changing who watches whom. */
   wl__ring(m, 1);
 done:
-  if (rc == 0 && wl__is_damaged(m))
+  if (rc == 0 && wl__is_corrupt(m))
     rc = WL_ECORRUPT;
   wl__os_discard(m->work, m->work_size);
   return rc;
 }
 
 /* The mutex's last holder died inside an algorithm: repair, then go on. A
- * repair that fails part-way (a damaged region, or one without its table
+ * repair that fails part-way (a corrupt region, or one without its table
  * block and no room for another) has left the
  * lists half rebuilt: as LMDB does, the mutex is then given back without
  * being marked consistent, which makes it unusable to every process for
- * good (ENOTRECOVERABLE), and the region is marked broken. Another process
- * that finds the mutex so (any error but EOWNERDEAD) reports the damage. */
+ * good (ENOTRECOVERABLE), and the region is marked corrupt. Another process
+ * that finds the mutex so (any error but EOWNERDEAD) reports the corruption. */
 WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
   if (rc != WL__EOWNERDEAD) {
-    wl__mark_damaged(m);
+    wl__mark_corrupt(m);
     wl__tell_agents(m);
     return WL_ECORRUPT;
   }
-  /* A region that another process found damaged is not repaired. */
-  if (__atomic_load_n(&WL__HDR(m)->broken, __ATOMIC_RELAXED) ||
+  /* A region that another process found corrupt is not repaired. */
+  if (__atomic_load_n(&WL__HDR(m)->corrupt, __ATOMIC_RELAXED) ||
       wl__cover(m) != 0 || wl__recover(m) != 0) {
-    wl__damaged(m);
+    wl__corrupt(m);
     wl__unlock(m);
     return WL_ECORRUPT;
   }

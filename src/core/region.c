@@ -26,7 +26,7 @@ int wl__region_init(wl_manager_t *m, void *base, uint64_t size,
   m->capacity = size;
   m->limit = size;
   m->steps = size / 32 + 2;
-  m->damaged = 0;
+  m->corrupt = 0;
   wl__list_init(m, wl__off_of(m, &h->order));
   wl__list_init(m, wl__off_of(m, &h->idle));
   wl__list_init(m, wl__off_of(m, &h->owners));
@@ -44,8 +44,8 @@ void wl__return_pages(wl_manager_t *m, wl_off_t rec, uint64_t block) {
     wl__os_discard(m->base + from, to - from);
 }
 
-WL__COLD void *wl__damaged(wl_manager_t *m) {
-  wl__mark_damaged(m);
+WL__COLD void *wl__corrupt(wl_manager_t *m) {
+  wl__mark_corrupt(m);
   memset(&m->scratch, 0, sizeof(m->scratch));
   return &m->scratch;
 }
@@ -64,13 +64,13 @@ int wl__commit(wl_manager_t *m, uint64_t upto) {
   return 0;
 }
 
-static wl__os_mutex_t wl__local_mutex = WL__OS_MUTEX_INIT;
-static wl_manager_t wl__local_m = {.mutex = &wl__local_mutex, .fd = -1, .probe_fd = -1};
-static wl__os_once_t wl__local_once = WL__OS_ONCE_INIT;
+static wl__os_mutex_t wl__process_mutex = WL__OS_MUTEX_INIT;
+static wl_manager_t wl__process_m = {.mutex = &wl__process_mutex, .fd = -1, .probe_fd = -1};
+static wl__os_once_t wl__process_once = WL__OS_ONCE_INIT;
 
 /* Reserves as much address space as the system grants, up to 64 GiB, and
  * commits its first pages, where the header goes. */
-static void wl__local_init(void) {
+static void wl__process_init(void) {
   uint64_t size = (uint64_t)64 << 30, usable;
   char *base = wl__os_reserve(&size, (uint64_t)64 << 20, &usable);
 
@@ -82,12 +82,12 @@ static void wl__local_init(void) {
   if (usable < WL__COMMIT_STEP)
     usable = WL__COMMIT_STEP;
   /* Names may come from untrusted input, so the hash is seeded. */
-  wl__region_init(&wl__local_m, base, size,
+  wl__region_init(&wl__process_m, base, size,
                   wl__fmix(wl__os_entropy() ^ (uint64_t)(uintptr_t)base));
-  wl__local_m.limit = usable;
+  wl__process_m.limit = usable;
 }
 
-wl_manager_t *wl_local(void) {
-  wl__os_once(&wl__local_once, wl__local_init);
-  return wl__local_m.base != NULL ? &wl__local_m : NULL;
+wl_manager_t *wl_process(void) {
+  wl__os_once(&wl__process_once, wl__process_init);
+  return wl__process_m.base != NULL ? &wl__process_m : NULL;
 }

@@ -1,6 +1,6 @@
 /* A process-local table of handles, found by a small index: what a record
  * in a manager's region names instead of a pointer, since anyone who can
- * write a shared manager's file can write the region. Every index read from
+ * write a machine-wide manager's file can write the region. Every index read from
  * a region is checked against the table before its handle is used. wl.h
  * includes it, after its error codes. */
 #ifndef WL_TABLE_H

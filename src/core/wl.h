@@ -2,7 +2,7 @@
  *
  * A manager's whole state lives in one region of memory addressed by
  * offsets (core/region.c), guarded by one mutex, so the same algorithms run on
- * the process's own memory (wl_local(), the process-wide manager) and on a
+ * the process's own memory (wl_process(), the process-wide manager) and on a
  * mapping shared by processes. An agent is a thread (any party that owns an
  * event loop); it owns requests. Every outcome that the spec delivers "on the
  * agent's event loop" (a grant, a null callback for an unavailable
@@ -11,7 +11,7 @@
  * non-empty. The agent drains its mailbox on its own thread.
  *
  * Records: agents and requests live in the region; the caller's wl_agent_t
- * and wl_request_t are handles to them. A shared manager's record names its
+ * and wl_request_t are handles to them. A machine-wide manager's record names its
  * handle by an index into a table of the process's own (its manager's
  * agents, its agent's requests), never by a pointer: another process may
  * have written anything in the region. (The process-wide manager's records,
@@ -60,18 +60,18 @@ enum {
   WL_EINVAL = -30002,  /* an argument the core refuses */
   WL_EACCES = -30003,  /* another user's manager file, not opened to us */
   WL_ELAYOUT = -30004, /* a manager file of another layout or architecture */
-  WL_ECORRUPT = -30005 /* a damaged or foreign manager file */
+  WL_ECORRUPT = -30005 /* a corrupt or foreign manager file */
 };
 
 /* The layout of a manager's region and records, as written in a shared
  * manager's file: processes share a file only if they agree on it. */
 #define WL_LAYOUT 5
 
-/* Whether this build has managers shared by processes (wl_segment_open and
+/* Whether this build has managers shared by processes (wl_scope_open and
  * the wake descriptors): they need Linux, and the build leaves them out
  * elsewhere (binding.gyp sets this to 0). */
-#ifndef WL_SHARED_MANAGER
-#define WL_SHARED_MANAGER 1
+#ifndef WL_MACHINE_MANAGER
+#define WL_MACHINE_MANAGER 1
 #endif
 
 #define WL_CLIENT_ID_MAX 64
@@ -95,7 +95,7 @@ struct wl_agent_s {
   wl_off_t off;   /* its record */
   uint32_t gen;   /* the record's generation when made */
   uint32_t local; /* its index in the manager's table of this process's agents */
-  int wake_fd;    /* its FIFO's read end, for a shared manager; else -1 */
+  int wake_fd;    /* its FIFO's read end, for a machine-wide manager; else -1 */
   uint64_t wake;  /* its FIFO's number (os/linux/wake.c), or 0 */
   wl__table_t requests; /* its requests' handles, by the index records carry */
 };
@@ -130,7 +130,7 @@ typedef struct {
 
 /* The process-wide manager, made on first use; NULL if its memory cannot be
  * reserved. */
-wl_manager_t *wl_local(void);
+wl_manager_t *wl_process(void);
 
 /* Opens the manager shared through the file at path, creating it (size
  * bytes, a multiple of 4096, with permission bits `mode`) if it does not
@@ -141,14 +141,14 @@ wl_manager_t *wl_local(void);
  * (wl_sweep), so that the grants this makes reach this process's agents
  * through their notify callbacks, from that thread. The handle is this
  * process's: a child of fork() opens its own. */
-int wl_segment_open(const char *path, uint64_t size, unsigned mode,
+int wl_scope_open(const char *path, uint64_t size, unsigned mode,
                     wl_manager_t **m, char *err, size_t errlen);
-/* Ends this process's agents of a shared manager, stops its threads and
+/* Ends this process's agents of a machine-wide manager, stops its threads and
  * unmaps it. */
-void wl_segment_close(wl_manager_t *m);
-/* The identity of a shared manager's file (its device and inode), to tell
+void wl_scope_close(wl_manager_t *m);
+/* The identity of a machine-wide manager's file (its device and inode), to tell
  * whether a path still names it. Returns 0 or -errno. */
-int wl_segment_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino);
+int wl_scope_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino);
 
 /* Ends every agent of every process that has died with the manager open
  * (spec 2.6), so that the requests waiting behind them are granted. Opening
@@ -162,7 +162,7 @@ int wl_sweep(wl_manager_t *m);
 int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
                   size_t client_id_len, wl_notify_cb notify);
 
-/* For an agent of a shared manager: the descriptor its thread polls for
+/* For an agent of a machine-wide manager: the descriptor its thread polls for
  * readability (other processes write to it when its mailbox gets mail), or
  * -1 for the process-wide manager, whose agents are woken by their notify
  * callback. When it is readable, call wl_agent_woken() before draining the
@@ -182,8 +182,8 @@ void wl_agent_close(wl_agent_t *agent);
  * notifies again; a caller that stops before NULL must wake itself. */
 wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events);
 
-/* 0, or WL_ECORRUPT once the agent's manager has been found damaged (by any
- * thread, or any process of a shared manager): then every operation fails,
+/* 0, or WL_ECORRUPT once the agent's manager has been found corrupt (by any
+ * thread, or any process of a machine-wide manager): then every operation fails,
  * nothing more is delivered, and the caller ends whatever requests it still
  * has. Every agent of the process is notified when that is found. */
 int wl_agent_status(const wl_agent_t *agent);

@@ -3,7 +3,7 @@
  * them: os/unix/os.c (Linux and macOS) and os/win/os.c (Windows). The
  * machine-wide manager's facilities (map a file, lock a byte for proof of
  * life, wait for a death, wake an agent) exist on Linux alone, in the
- * os/linux/*.c files, and are declared in core/internal.h. */
+ * os/linux/ files, and are declared in core/internal.h. */
 #ifndef WL_OS_H
 #define WL_OS_H
 
@@ -23,7 +23,7 @@
 #endif
 
 /* A mutex of this process's threads. Initialising one: 0 or WL_ENOMEM.
- * Taking one returns 0, or, for a shared manager's robust mutex (Linux:
+ * Taking one returns 0, or, for a machine-wide manager's robust mutex (Linux:
  * os/linux/file.c), WL__EOWNERDEAD when its holder died holding it (it
  * is then held, and its state is to be repaired) or WL_ECORRUPT when it can
  * no longer be taken (it is then not held). */

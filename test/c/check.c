@@ -1,7 +1,7 @@
 /* wl__check: every list and counter of a manager against its records (and
  * the fencing tokens of held and stolen ones against the grant counter), for
  * the tests of crash recovery, under the manager's mutex (a sweeper thread
- * may be changing them). Walks are bounded, so a damaged list is reported,
+ * may be changing them). Walks are bounded, so a corrupt list is reported,
  * never followed forever. */
 #include "test.h"
 
@@ -112,13 +112,13 @@ static int check(wl_manager_t *m) {
     uint64_t nexclusive = 0;
     long q, held;
     if (--limit == 0 || wl__block(m, n)->kind != WL__NAME)
-      return report("the names' order list is damaged");
+      return report("the names' order list is corrupt");
     q = walk(m, AT(n, wl__name_t, queue), offsetof(wl__req_t, qlink),
              WL__QUEUED, offsetof(wl__req_t, name), n, NULL);
     held = walk(m, AT(n, wl__name_t, held), offsetof(wl__req_t, qlink),
                 WL__HELD, offsetof(wl__req_t, name), n, &nexclusive);
     if (q < 0 || held < 0)
-      return report("a name's queue or held list is damaged");
+      return report("a name's queue or held list is corrupt");
     if ((uint64_t)held != name->nheld || nexclusive != name->nexclusive)
       return report("a name's counters disagree with its held list");
     if (!tokens_ok(m, AT(n, wl__name_t, held), offsetof(wl__req_t, qlink)))
@@ -158,7 +158,7 @@ static int check(wl_manager_t *m) {
       long mail = walk(m, AT(rec, wl__agent_t, mail), offsetof(wl__req_t, mlink),
                        -1, offsetof(wl__req_t, agent), rec, NULL);
       if (q < 0 || held < 0 || stolen < 0 || mail < 0)
-        return report("an agent's lists are damaged");
+        return report("an agent's lists are corrupt");
       if (!tokens_ok(m, AT(rec, wl__agent_t, held), offsetof(wl__req_t, alink)))
         return report("an agent's held list is not in token order");
       agents_listed += q + held;
@@ -167,7 +167,7 @@ static int check(wl_manager_t *m) {
   if (records != listed || records != agents_listed)
     return report("queued and held records disagree with the lists");
   if (owners_listed < 0 || vacant_listed < 0)
-    return report("the owners' ring or the vacant records' list is damaged");
+    return report("the owners' ring or the vacant records' list is corrupt");
   if (owners != owners_listed || vacant != vacant_listed)
     return report("owner records disagree with the owners' and vacant lists");
   return 0;

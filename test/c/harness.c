@@ -77,12 +77,12 @@ void tshm_remove(const char *path) {
   closedir(dir);
 }
 
-wl_manager_t *tsegment_open(const char *path, uint64_t size) {
+wl_manager_t *tscope_open(const char *path, uint64_t size) {
   char err[512];
   wl_manager_t *m = NULL;
-  int rc = wl_segment_open(path, size, 0600, &m, err, sizeof(err));
+  int rc = wl_scope_open(path, size, 0600, &m, err, sizeof(err));
   if (rc != 0)
-    fprintf(stderr, "wl_segment_open: %d: %s\n", rc, err);
+    fprintf(stderr, "wl_scope_open: %d: %s\n", rc, err);
   ASSERT_EQ(0, rc);
   return m;
 }
@@ -113,7 +113,7 @@ void run_test(const char *file, const char *name, void (*fn)(void)) {
   size_t left;
 
   fn();
-  left = wl__name_count(wl_local());
+  left = wl__name_count(wl_process());
   if (left != 0) {
     fprintf(stderr, "%s: %s left %zu names in the manager\n", file, name, left);
     _Exit(1);
@@ -130,7 +130,7 @@ void tagent_init(tagent_t *t, const char *client_id, size_t client_id_len) {
   t->notified = 0;
   t->agent.data = t;
   ASSERT_EQ(0,
-            wl_agent_init(wl_local(), &t->agent, client_id,
+            wl_agent_init(wl_process(), &t->agent, client_id,
                           client_id_len, count_notify));
 }
 
@@ -264,7 +264,7 @@ static _Noreturn void tchild_main(const char *path, uint64_t size,
     if (cmd == 'b') {
       answer = tchild_touch();
     } else if (cmd == 'o') {
-      m = tsegment_open(path, size);
+      m = tscope_open(path, size);
       ASSERT_EQ(0, wl_agent_init(m, &a, ID("child"), tignore_notify));
       ASSERT_EQ(WL_GRANTED_AT_ONCE,
                 wl_request(&a, &r, units, len, WL_EXCLUSIVE, 0));
@@ -273,7 +273,7 @@ static _Noreturn void tchild_main(const char *path, uint64_t size,
     } else if (cmd == 'c') {
       ASSERT_EQ(1, wl_release(&r));
       wl_agent_close(&a);
-      wl_segment_close(m);
+      wl_scope_close(m);
       ASSERT_EQ(1, write(out, &answer, 1));
       _exit(0);
     }

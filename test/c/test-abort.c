@@ -12,13 +12,13 @@ static void test_abort_queued(void) {
   REQUEST(&a, &h, "x", WL_EXCLUSIVE, 0);
   REQUEST(&b, &r, "x", WL_EXCLUSIVE, 0);
   ASSERT_EQ(1, wl_abort(&r));
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   ASSERT_EQ(0, snap.npending);
   ASSERT_EQ(1, snap.nheld);
   wl_snapshot_free(&snap);
   ASSERT_EQ(0, wl_abort(&r));
   ASSERT_EQ(1, wl_release(&h));
-  ASSERT_EQ(0, wl__name_count(wl_local()));
+  ASSERT_EQ(0, wl__name_count(wl_process()));
   EXPECT_NO_MAIL(&b);
   ASSERT_EQ(0, b.notified);
   tagent_close(&a);

@@ -14,7 +14,7 @@ static void test_close_releases_held(void) {
   EXPECT_MAIL(&a, {&h, WL_EV_GRANTED});
   tagent_close(&a);
   EXPECT_MAIL(&b, {&w, WL_EV_GRANTED});
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_HELD(&snap, {NAME("x"), WL_EXCLUSIVE, ID("b")});
   ASSERT_EQ(0, snap.npending);
   wl_snapshot_free(&snap);
@@ -39,7 +39,7 @@ static void test_close_removes_only_its_requests(void) {
   REQUEST(&a, &a2, "x", WL_SHARED, 0);
   REQUEST(&b, &b2, "x", WL_SHARED, 0);
   tagent_close(&a);
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_HELD(&snap, {NAME("x"), WL_EXCLUSIVE, ID("c")});
   EXPECT_PENDING(&snap, {NAME("x"), WL_EXCLUSIVE, ID("b")},
                  {NAME("x"), WL_SHARED, ID("b")});
@@ -123,7 +123,7 @@ static void test_close_drops_mail(void) {
   REQUEST(&b, &t, "y", WL_EXCLUSIVE, WL_STEAL);
   tagent_close(&a);
   EXPECT_NO_MAIL(&a);
-  ASSERT_EQ(1, wl__name_count(wl_local()));
+  ASSERT_EQ(1, wl__name_count(wl_process()));
   EXPECT_MAIL(&b, {&t, WL_EV_GRANTED});
   ASSERT_EQ(1, wl_release(&t));
   tagent_close(&b);

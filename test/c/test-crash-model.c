@@ -1,5 +1,5 @@
 /* Crash safety against a reference model. A parent drives child processes,
- * each one agent of one shared manager, through random requests, releases,
+ * each one agent of one machine-wide manager, through random requests, releases,
  * aborts, steals and ifAvailable requests, one operation at a time, and now
  * and then has a child kill itself (SIGKILL) at a random named fault point
  * inside the operation, holding the manager's mutex; it also kills idle
@@ -312,7 +312,7 @@ static void child_drain(wl_agent_t *agent, int me, wl_request_t *reqs,
 static _Noreturn void child_main(int sock, int agent_no) {
   static wl_request_t reqs[MAXREQ];
   static mine_t mine[MAXREQ];
-  wl_manager_t *m = tsegment_open(path, SIZE);
+  wl_manager_t *m = tscope_open(path, SIZE);
   wl_agent_t agent;
   char id[16];
   cmd_t c;
@@ -345,7 +345,7 @@ static _Noreturn void child_main(int sock, int agent_no) {
     kill_point = NULL;
     if (c.op == OP_CLOSE) {
       wl_agent_close(&agent);
-      wl_segment_close(m);
+      wl_scope_close(m);
       _exit(0);
     }
     ASSERT_EQ(sizeof(out), write(sock, &out, sizeof(out)));
@@ -657,7 +657,7 @@ static void run(unsigned long long seed) {
   ASSERT(inside != MAP_FAILED);
   nkids = 0;
   tshm_path(path, sizeof(path), "crash-model");
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   for (step = 0; step < STEPS; step++) {
     child_t *k;
     for (live = 0, i = 0; i < nkids; i++)
@@ -713,7 +713,7 @@ static void run(unsigned long long seed) {
   }
   ASSERT(same_state(m, &md, 1));
   ASSERT_EQ(0, wl__check(m));
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
   munmap(inside, sizeof(int[NNAMES][SPAWNS][2]));
   close(inside_fd);

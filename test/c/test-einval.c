@@ -30,8 +30,8 @@ static void test_rejected_changes_nothing(void) {
     check_rejected(&b, WL_EXCLUSIVE, bad_flags[i]);
   ASSERT_EQ(0, b.notified);
   EXPECT_NO_MAIL(&a);
-  ASSERT_EQ(1, wl__name_count(wl_local()));
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(1, wl__name_count(wl_process()));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_HELD(&snap, {NAME("x"), WL_EXCLUSIVE, ID("a")});
   ASSERT_EQ(0, snap.npending);
   wl_snapshot_free(&snap);
@@ -62,8 +62,8 @@ static void test_client_id_too_long(void) {
   tagent_t t;
 
   memset(id, 'i', sizeof(id));
-  ASSERT_EQ(WL_EINVAL, wl_agent_init(wl_local(), &agent, id, sizeof(id), ignore_notify));
-  ASSERT_EQ(WL_EINVAL, wl_agent_init(wl_local(), &agent, id, (size_t)-1, ignore_notify));
+  ASSERT_EQ(WL_EINVAL, wl_agent_init(wl_process(), &agent, id, sizeof(id), ignore_notify));
+  ASSERT_EQ(WL_EINVAL, wl_agent_init(wl_process(), &agent, id, (size_t)-1, ignore_notify));
   tagent_init(&t, id, WL_CLIENT_ID_MAX);
   tagent_close(&t);
 }

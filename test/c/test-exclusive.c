@@ -9,9 +9,9 @@ static void test_granted_when_free(void) {
   REQUEST(&a, &r, "x", WL_EXCLUSIVE, 0);
   ASSERT_EQ(1, a.notified);
   EXPECT_MAIL(&a, {&r, WL_EV_GRANTED});
-  ASSERT_EQ(1, wl__name_count(wl_local()));
+  ASSERT_EQ(1, wl__name_count(wl_process()));
   ASSERT_EQ(1, wl_release(&r));
-  ASSERT_EQ(0, wl__name_count(wl_local()));
+  ASSERT_EQ(0, wl__name_count(wl_process()));
   EXPECT_NO_MAIL(&a);
   tagent_close(&a);
 }
@@ -82,7 +82,7 @@ static void test_names_independent(void) {
   REQUEST(&b, &x2, "x", WL_EXCLUSIVE, 0);
   EXPECT_MAIL(&a, {&x1, WL_EV_GRANTED});
   EXPECT_MAIL(&b, {&y1, WL_EV_GRANTED});
-  ASSERT_EQ(2, wl__name_count(wl_local()));
+  ASSERT_EQ(2, wl__name_count(wl_process()));
   ASSERT_EQ(1, wl_release(&y1));
   EXPECT_NO_MAIL(&b);
   ASSERT_EQ(1, wl_release(&x1));

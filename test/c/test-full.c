@@ -1,4 +1,4 @@
-/* A full shared manager: a request that does not fit fails with WL_ENOMEM
+/* A full machine-wide manager: a request that does not fit fails with WL_ENOMEM
  * and changes nothing; names left idle give their room back to new ones. */
 #define _GNU_SOURCE
 
@@ -20,7 +20,7 @@ static void test_full_then_room_again(void) {
   int n, i;
 
   tshm_path(path, sizeof(path), "full");
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
   /* Distinct names until the region is full. */
   for (n = 0; n < MAX; n++) {
@@ -54,7 +54,7 @@ static void test_full_then_room_again(void) {
   for (i = 0; i < n; i++)
     ASSERT_EQ(1, wl_release(&r[i]));
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
 }
 

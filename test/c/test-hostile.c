@@ -1,8 +1,8 @@
-/* A shared manager's file written by someone else (a group member of a
+/* A machine-wide manager's file written by someone else (a group member of a
  * shared scope, or a local user who made the file first) or left by a
  * failed repair: nothing in it is used as a pointer, nothing it says
  * makes a copy longer than its buffer, and once any process finds it
- * damaged, every handle and process refuses it, never half repaired. This
+ * corrupt, every handle and process refuses it, never half repaired. This
  * runs under ASan: a stray access fails it. */
 #define _GNU_SOURCE
 
@@ -36,7 +36,7 @@ static wl_manager_t *hold_and_wait(wl_agent_t *a, wl_request_t *h,
   wl_manager_t *m;
 
   tshm_path(path, sizeof(path), "hostile");
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, a, ID("a"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(a, h, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(0, wl_request(a, w, NAME("x"), WL_EXCLUSIVE, 0));
@@ -44,7 +44,7 @@ static wl_manager_t *hold_and_wait(wl_agent_t *a, wl_request_t *h,
 }
 
 /* a holds x, b waits for it; `forge` writes into the file; then a lets go,
- * which grants x to b. b must find the damage, not follow what it read. */
+ * which grants x to b. b must find the corruption, not follow what it read. */
 static void expect_grant_refused(const char *what,
                                  void (*forge)(wl_manager_t *, wl_agent_t *,
                                                wl_request_t *)) {
@@ -54,7 +54,7 @@ static void expect_grant_refused(const char *what,
   unsigned events;
 
   tshm_path(path, sizeof(path), "hostile");
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
   ASSERT_EQ(0, wl_agent_init(m, &b, ID("b"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &h, NAME("x"), WL_EXCLUSIVE, 0));
@@ -71,7 +71,7 @@ static void expect_grant_refused(const char *what,
   printf("  %s: refused\n", what);
   wl_agent_close(&a);
   wl_agent_close(&b);
-  wl_segment_close(m);
+  wl_scope_close(m);
   tshm_remove(path);
 }
 
@@ -111,7 +111,7 @@ static void test_snapshot_forged_name(void) {
   for (i = 0; i < 256; i++)
     long_name[i] = 'L';
   tshm_path(path, sizeof(path), "hostile");
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(WL_GRANTED_AT_ONCE,
@@ -124,7 +124,7 @@ static void test_snapshot_forged_name(void) {
     wl_snapshot_free(&snap);
   }
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   tshm_remove(path);
 }
 
@@ -154,7 +154,7 @@ static void test_snapshot_changed_between_walks(void) {
   ASSERT_EQ(WL_ECORRUPT, wl_snapshot(m, &snap));
   wl__fault_hook = hook;
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   tshm_remove(path);
 }
 
@@ -163,16 +163,16 @@ static void test_snapshot_changed_between_walks(void) {
 static void two_handles(wl_manager_t **m1, wl_manager_t **m2, wl_agent_t *a,
                         wl_agent_t *b) {
   tshm_path(path, sizeof(path), "hostile");
-  *m1 = tsegment_open(path, SIZE);
-  *m2 = tsegment_open(path, SIZE);
+  *m1 = tscope_open(path, SIZE);
+  *m2 = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(*m1, a, ID("a"), tignore_notify));
   ASSERT_EQ(0, wl_agent_init(*m2, b, ID("b"), tignore_notify));
 }
 
-/* Damage found through one handle reaches every other: a handle of the
+/* Corruption found through one handle reaches every other: a handle of the
  * same process (as another process would) refuses the manager at its next
  * operation, and its agents are woken to learn it. */
-static void test_damage_reaches_every_handle(void) {
+static void test_corruption_reaches_every_handle(void) {
   wl_manager_t *m1, *m2;
   wl_agent_t a, b;
   wl_request_t h, w, v;
@@ -196,16 +196,16 @@ static void test_damage_reaches_every_handle(void) {
   ASSERT_EQ(WL_ECORRUPT, wl_request(&a, &v, NAME("z"), WL_SHARED, 0));
   wl_agent_close(&a);
   wl_agent_close(&b);
-  wl_segment_close(m1);
-  wl_segment_close(m2);
+  wl_scope_close(m1);
+  wl_scope_close(m2);
   tshm_remove(path);
 }
 
-/* A child dies holding the mutex, and the region is damaged so that the
+/* A child dies holding the mutex, and the region is corrupt so that the
  * repair fails part-way: then no handle, old or new, of any process, may
  * use the manager. */
 static void die_holding_the_mutex(const char *file, int in, int out) {
-  wl_manager_t *m = tsegment_open(file, SIZE);
+  wl_manager_t *m = tscope_open(file, SIZE);
   wl_agent_t c;
   wl_request_t r;
 
@@ -226,8 +226,8 @@ static void test_failed_repair_is_final(void) {
 
   tshm_path(path, sizeof(path), "hostile");
   tchild_run(&child, path, die_holding_the_mutex);
-  m1 = tsegment_open(path, SIZE);
-  m2 = tsegment_open(path, SIZE);
+  m1 = tscope_open(path, SIZE);
+  m2 = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
   ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), tignore_notify));
   /* A block whose size class is out of range: the repair's scan stops.
@@ -237,12 +237,12 @@ static void test_failed_repair_is_final(void) {
   tchild_reaped(&child, 1);
   ASSERT_EQ(WL_ECORRUPT, wl_request(&a, &r, NAME("y"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(WL_ECORRUPT, wl_request(&b, &r, NAME("z"), WL_EXCLUSIVE, 0));
-  ASSERT_EQ(WL_ECORRUPT, wl_segment_open(path, SIZE, 0600, &m3, err, sizeof(err)));
+  ASSERT_EQ(WL_ECORRUPT, wl_scope_open(path, SIZE, 0600, &m3, err, sizeof(err)));
   ASSERT(m3 == NULL);
   wl_agent_close(&a);
   wl_agent_close(&b);
-  wl_segment_close(m1);
-  wl_segment_close(m2);
+  wl_scope_close(m1);
+  wl_scope_close(m2);
   tshm_remove(path);
 }
 
@@ -267,19 +267,19 @@ static void test_ready_cleared(void) {
   int fd;
 
   tshm_path(path, sizeof(path), "hostile");
-  m1 = tsegment_open(path, SIZE);
+  m1 = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT(wl_agent_next(&a, &events) == &x);
   clear_ready();
-  ASSERT_EQ(WL_ECORRUPT, wl_segment_open(path, SIZE, 0600, &m2, err, sizeof(err)));
+  ASSERT_EQ(WL_ECORRUPT, wl_scope_open(path, SIZE, 0600, &m2, err, sizeof(err)));
   ASSERT(strstr(err, "not marked ready") != NULL);
   wl_agent_close(&a);
-  wl_segment_close(m1);
+  wl_scope_close(m1);
   clear_ready();
   fd = open(path, O_RDONLY);
   ASSERT_EQ(SIZE, pread(fd, before, SIZE, 0));
-  ASSERT_EQ(WL_ECORRUPT, wl_segment_open(path, SIZE, 0600, &m2, err, sizeof(err)));
+  ASSERT_EQ(WL_ECORRUPT, wl_scope_open(path, SIZE, 0600, &m2, err, sizeof(err)));
   ASSERT(strstr(err, "not marked ready") != NULL);
   ASSERT_EQ(SIZE, pread(fd, after, SIZE, 0));
   ASSERT(memcmp(before, after, SIZE) == 0);
@@ -315,8 +315,8 @@ static void test_region_grown_by_another_handle(void) {
   ASSERT_EQ(0, wl__check(m2));
   wl_agent_close(&a);
   wl_agent_close(&b);
-  wl_segment_close(m1);
-  wl_segment_close(m2);
+  wl_scope_close(m1);
+  wl_scope_close(m2);
   tshm_remove(path);
 }
 
@@ -336,7 +336,7 @@ static void test_misaligned_offsets(void) {
     ;
   ASSERT_EQ(WL_ECORRUPT, wl_agent_status(&a));
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   tshm_remove(path);
 }
 
@@ -353,17 +353,17 @@ static void test_file_made_anew(void) {
   unsigned events;
 
   tshm_path(path, sizeof(path), "hostile");
-  old = tsegment_open(path, SIZE);
+  old = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(old, &a1, ID("a1"), tignore_notify));
   ASSERT_EQ(0, unlink(path));
-  fresh = tsegment_open(path, SIZE);
+  fresh = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(fresh, &a2, ID("a2"), tignore_notify));
   /* Another handle: another owner, as another process would be. */
-  other = tsegment_open(path, SIZE);
+  other = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(other, &b, ID("b"), tignore_notify));
   ASSERT_EQ(a1.off, a2.off); /* the same record, in each file */
   wl_agent_close(&a1);
-  wl_segment_close(old);
+  wl_scope_close(old);
   ASSERT_EQ(0, fstat(wl_agent_wake_fd(&a2), &st));
   ASSERT_EQ(1, st.st_nlink);
   /* b wakes a2 through a2's FIFO, found by its name. */
@@ -378,14 +378,14 @@ static void test_file_made_anew(void) {
   ASSERT_EQ(1, poll(&p, 1, 5000));
   wl_agent_close(&a2);
   wl_agent_close(&b);
-  wl_segment_close(fresh);
-  wl_segment_close(other);
+  wl_scope_close(fresh);
+  wl_scope_close(other);
   tshm_remove(path);
 }
 
 /* A process that creates a scope stops just before its file appears: the
  * file is whole by then, and until then there is none at the path (never
- * an empty one, which an opener would take for damage). Another process
+ * an empty one, which an opener would take for corruption). Another process
  * opens the scope meanwhile, and makes it; the first then opens that one. */
 static int pause_in, pause_out;
 
@@ -404,9 +404,9 @@ static void create_slowly(const char *file, int in, int out) {
   pause_in = in;
   pause_out = out;
   wl__fault_hook = pause_at_create;
-  m = tsegment_open(file, SIZE);
+  m = tscope_open(file, SIZE);
   ASSERT_EQ(1, write(out, "o", 1));
-  wl_segment_close(m);
+  wl_scope_close(m);
 }
 
 static void test_creator_stopped_before_its_file_appears(void) {
@@ -418,20 +418,20 @@ static void test_creator_stopped_before_its_file_appears(void) {
   tchild_run(&child, path, create_slowly);
   ASSERT_EQ('p', tchild_do(&child, 'g'));
   ASSERT(stat(path, &st) != 0);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ('o', tchild_do(&child, 'g'));
   tchild_reaped(&child, 0);
-  wl_segment_close(m);
+  wl_scope_close(m);
   tshm_remove(path);
 }
 
-/* Holding the mutex, marks the region broken (as a process that found it
- * damaged does) and dies there. */
+/* Holding the mutex, marks the region corrupt (as a process that found it
+ * corrupt does) and dies there. */
 static wl_manager_t *breaking;
 
 static void break_and_die(const char *point) {
   if (strcmp(point, "hold") == 0) {
-    WL__HDR(breaking)->broken = 1;
+    WL__HDR(breaking)->corrupt = 1;
     raise(SIGKILL);
   }
 }
@@ -442,17 +442,17 @@ static void die_breaking(const char *file, int in, int out) {
 
   (void)in;
   (void)out;
-  breaking = tsegment_open(file, SIZE);
+  breaking = tscope_open(file, SIZE);
   ASSERT_EQ(0, wl_agent_init(breaking, &c, ID("c"), tignore_notify));
   wl__fault_hook = break_and_die;
   wl_request(&c, &r, NAME("x"), WL_EXCLUSIVE, 0);
   _exit(1);
 }
 
-/* A process dies holding the mutex of a region another found damaged: the
+/* A process dies holding the mutex of a region another found corrupt: the
  * next one does not repair it and go on (its sweeper would, were it open
  * already: the next process to open it takes the mutex first). */
-static void test_no_repair_of_a_broken_region(void) {
+static void test_no_repair_of_a_corrupt_region(void) {
   wl_manager_t *m = NULL;
   tchild_t child;
   char err[512];
@@ -461,7 +461,7 @@ static void test_no_repair_of_a_broken_region(void) {
   tchild_run(&child, path, die_breaking);
   ASSERT_EQ(1, write(child.to, "g", 1));
   tchild_reaped(&child, 1);
-  ASSERT_EQ(WL_ECORRUPT, wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err)));
+  ASSERT_EQ(WL_ECORRUPT, wl_scope_open(path, SIZE, 0600, &m, err, sizeof(err)));
   tshm_remove(path);
 }
 
@@ -470,12 +470,12 @@ int main(void) {
   RUN(test_forged_indexes);
   RUN(test_snapshot_forged_name);
   RUN(test_snapshot_changed_between_walks);
-  RUN(test_damage_reaches_every_handle);
+  RUN(test_corruption_reaches_every_handle);
   RUN(test_ready_cleared);
   RUN(test_region_grown_by_another_handle);
   RUN(test_misaligned_offsets);
   RUN(test_file_made_anew);
   RUN(test_creator_stopped_before_its_file_appears);
-  RUN(test_no_repair_of_a_broken_region);
+  RUN(test_no_repair_of_a_corrupt_region);
   return 0;
 }

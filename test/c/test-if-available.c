@@ -48,12 +48,12 @@ static void check_unavailable(wl_mode_t held, wl_mode_t mode) {
   REQUEST(&b, &r, "x", mode, WL_IF_AVAILABLE);
   ASSERT_EQ(1, b.notified);
   EXPECT_MAIL(&b, {&r, WL_EV_UNAVAILABLE});
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   ASSERT_EQ(1, snap.nheld);
   ASSERT_EQ(0, snap.npending);
   wl_snapshot_free(&snap);
   ASSERT_EQ(1, wl_release(&h));
-  ASSERT_EQ(0, wl__name_count(wl_local()));
+  ASSERT_EQ(0, wl__name_count(wl_process()));
   EXPECT_NO_MAIL(&b);
   ASSERT_EQ(1, b.notified);
   tagent_close(&a);
@@ -80,7 +80,7 @@ static void test_unavailable_when_queue_not_empty(void) {
   REQUEST(&b, &e, "x", WL_EXCLUSIVE, 0);
   REQUEST(&c, &s2, "x", WL_SHARED, WL_IF_AVAILABLE);
   EXPECT_MAIL(&c, {&s2, WL_EV_UNAVAILABLE});
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_HELD(&snap, {NAME("x"), WL_SHARED, ID("a")});
   EXPECT_PENDING(&snap, {NAME("x"), WL_EXCLUSIVE, ID("b")});
   wl_snapshot_free(&snap);

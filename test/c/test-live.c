@@ -1,5 +1,5 @@
 /* Proof of life: a process killed with SIGKILL while it holds a lock of a
- * shared manager, or in the middle of an algorithm, or from another pid
+ * machine-wide manager, or in the middle of an algorithm, or from another pid
  * namespace, has its agents ended by the next sweep, and the requests that
  * waited behind its locks are granted, in order. */
 #define _GNU_SOURCE
@@ -36,7 +36,7 @@ static pid_t holder(int ready[2], int go[2], const char *point, int new_pid_ns,
   if (new_pid_ns)
     tpidns_enter(pids[1]);
   {
-    wl_manager_t *m = tsegment_open(path, SIZE);
+    wl_manager_t *m = tscope_open(path, SIZE);
     wl_agent_t c;
     wl_request_t x, y;
     ASSERT_EQ(0, wl_agent_init(m, &c, "holder", 6, tignore_notify));
@@ -71,7 +71,7 @@ static void expect_granted_after_death(const char *point, int new_pid_ns) {
   close(ready[1]);
   close(go[0]);
   ASSERT_EQ(1, read(ready[0], &byte, 1));
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, "waiter", 6, tignore_notify));
   ASSERT_EQ(0, wl_request(&a, &x1, NAME("x"), WL_SHARED, 0));
   ASSERT_EQ(0, wl_request(&a, &y, NAME("y"), WL_EXCLUSIVE, 0));
@@ -96,7 +96,7 @@ static void expect_granted_after_death(const char *point, int new_pid_ns) {
   ASSERT_EQ(1, wl_release(&y));
   ASSERT_EQ(0, wl__name_count(m));
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   close(ready[0]);
   close(go[1]);
   unlink(path);

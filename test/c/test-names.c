@@ -35,7 +35,7 @@ static void test_many_names(void) {
   tagent_init(&b, ID("b"));
   for (i = 0; i < MANY; i++)
     request_many(&a, &r[i], i, 0);
-  ASSERT_EQ(MANY, wl__name_count(wl_local()));
+  ASSERT_EQ(MANY, wl__name_count(wl_process()));
   ASSERT_EQ(MANY, drain(&a, mail, MANY));
   for (i = 0; i < MANY; i++)
     ASSERT(mail[i].req == &r[i] && mail[i].events == WL_EV_GRANTED);
@@ -48,10 +48,10 @@ static void test_many_names(void) {
   ASSERT_EQ(1, wl_release(&probe));
   for (i = 0; i < MANY; i += 2)
     ASSERT_EQ(1, wl_release(&r[i]));
-  ASSERT_EQ(MANY / 2, wl__name_count(wl_local()));
+  ASSERT_EQ(MANY / 2, wl__name_count(wl_process()));
   for (i = MANY - 1; i < MANY; i -= 2)
     ASSERT_EQ(1, wl_release(&r[i]));
-  ASSERT_EQ(0, wl__name_count(wl_local()));
+  ASSERT_EQ(0, wl__name_count(wl_process()));
   EXPECT_NO_MAIL(&a);
   tagent_close(&a);
   tagent_close(&b);
@@ -80,7 +80,7 @@ static void test_names_one_unit_apart(void) {
                       WL_IF_AVAILABLE) >= 0);
   ASSERT(wl_request(&a.agent, &r[N], units[0], 0, WL_EXCLUSIVE,
                     WL_IF_AVAILABLE) >= 0);
-  ASSERT_EQ(N + 1, wl__name_count(wl_local()));
+  ASSERT_EQ(N + 1, wl__name_count(wl_process()));
   ASSERT_EQ(N + 1, drain(&a, mail, N + 1));
   for (i = 0; i <= N; i++)
     ASSERT(mail[i].req == &r[i] && mail[i].events == WL_EV_GRANTED);
@@ -103,7 +103,7 @@ static void test_equal_units_same_name(void) {
          0);
   EXPECT_MAIL(&a, {&r1, WL_EV_GRANTED}, {&r2, WL_EV_UNAVAILABLE},
               {&e1, WL_EV_GRANTED}, {&e2, WL_EV_UNAVAILABLE});
-  ASSERT_EQ(2, wl__name_count(wl_local()));
+  ASSERT_EQ(2, wl__name_count(wl_process()));
   tagent_close(&a);
 }
 
@@ -150,7 +150,7 @@ static void test_long_names(void) {
                     WL_IF_AVAILABLE) >= 0);
   EXPECT_MAIL(&a, {&r[0], WL_EV_GRANTED}, {&r[1], WL_EV_GRANTED},
               {&r[2], WL_EV_GRANTED}, {&r[3], WL_EV_UNAVAILABLE});
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   ASSERT_EQ(3, snap.nheld);
   ASSERT(find_held(&snap, base) != NULL);
   ASSERT(find_held(&snap, last) != NULL);
@@ -172,10 +172,10 @@ static void test_name_reuse(void) {
   tagent_init(&a, ID("a"));
   for (i = 0; i < 1000; i++) {
     REQUEST(&a, &r, "again", i % 2 ? WL_SHARED : WL_EXCLUSIVE, 0);
-    ASSERT_EQ(1, wl__name_count(wl_local()));
+    ASSERT_EQ(1, wl__name_count(wl_process()));
     EXPECT_MAIL(&a, {&r, WL_EV_GRANTED});
     ASSERT_EQ(1, wl_release(&r));
-    ASSERT_EQ(0, wl__name_count(wl_local()));
+    ASSERT_EQ(0, wl__name_count(wl_process()));
   }
   tagent_close(&a);
 }

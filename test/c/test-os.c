@@ -7,7 +7,7 @@
 
 /* The region's inline functions as the process-wide manager's algorithms
  * have them (core/process.c). */
-#define WL__SHARED(m) 0
+#define WL__MACHINE(m) 0
 #include "test.h"
 
 /* Every platform's errno values and libuv's codes lie above -4096: none of
@@ -50,7 +50,7 @@ static void test_region_commits_as_it_grows(void) {
   ASSERT_EQ(0, wl__alloc(&m, WL__ARRAY, 48 * mb));
   ASSERT_EQ(5 * mb, m.limit);
   ASSERT_EQ(WL_ENOMEM, wl__commit(&m, size + 1));
-  ASSERT_EQ(0, m.damaged);
+  ASSERT_EQ(0, m.corrupt);
 }
 
 /* A freed block of a megabyte or more gives its pages back; the block is

@@ -24,7 +24,7 @@ static void test_deep_exclusive_queue(void) {
   tagent_init(&ag[1], ID("odd"));
   for (i = 0; i < DEPTH; i++)
     ASSERT(wl_request(&ag[i % 2].agent, &r[i], NAME("deep"), WL_EXCLUSIVE, 0) >= 0);
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   ASSERT_EQ(1, snap.nheld);
   ASSERT_EQ(DEPTH - 1, snap.npending);
   for (i = 0; i < DEPTH - 1; i++)

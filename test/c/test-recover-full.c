@@ -1,4 +1,4 @@
-/* Crash recovery of a full shared manager: the region filled until requests
+/* Crash recovery of a full machine-wide manager: the region filled until requests
  * fail with WL_ENOMEM (the quota error), then a process killed at each
  * named point where it holds the mutex. The repair must need no room (the
  * table of names is rebuilt in the block it had), and the scope goes on as
@@ -63,7 +63,7 @@ static void child(const char *p, int in, int out) {
   unsigned char point;
   const char *at;
 
-  m = tsegment_open(p, size);
+  m = tscope_open(p, size);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("child"), tignore_notify));
   own_name(units, child_no);
   ASSERT_EQ(WL_GRANTED_AT_ONCE,
@@ -147,7 +147,7 @@ static void run(const char *what) {
     child_no = (int)i;
     tchild_run(&kids[i], path, child);
   }
-  m = tsegment_open(path, size);
+  m = tscope_open(path, size);
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
   for (i = 0; i < NPOINTS; i++) {
     ASSERT_EQ('o', tchild_do(&kids[i], 's'));
@@ -172,7 +172,7 @@ static void run(const char *what) {
     tchild_reaped(&kids[i], 1);
     /* The next operation repairs; query works. */
     if (wl_snapshot(m, &snap) != 0) {
-      fprintf(stderr, "%s: the scope is broken after a crash at '%s'\n", what,
+      fprintf(stderr, "%s: the scope is corrupt after a crash at '%s'\n", what,
               points[i]);
       ASSERT(0);
     }
@@ -208,7 +208,7 @@ static void run(const char *what) {
   ASSERT_EQ(0, wl__check(m));
   wl_agent_close(&p);
   ASSERT_EQ(0, wl__check(m));
-  wl_segment_close(m);
+  wl_scope_close(m);
 }
 
 static void test_full_region_recovers(void) {
@@ -222,7 +222,7 @@ static void test_full_region_recovers(void) {
  * names as another version's repair does before it links the names into a
  * new one, and dies there. */
 static void free_table_and_die(const char *p, int in, int out) {
-  wl_manager_t *m = tsegment_open(p, size);
+  wl_manager_t *m = tscope_open(p, size);
   wl__block_t *b;
   char cmd;
 
@@ -239,10 +239,10 @@ static void free_table_and_die(const char *p, int in, int out) {
 
 /* What the repair assumes: the region has a table block once any name has
  * been linked, which no crash of this version's code takes away. Where that
- * breaks (a region without one: damaged, or another version's repair cut
+ * breaks (a region without one: corrupt, or another version's repair cut
  * short after it freed the table), the repair makes a table, which needs
  * room: with room it repairs; in a full region it fails, and the region is
- * reported broken (ECORRUPT), never used half repaired. */
+ * reported corrupt (ECORRUPT), never used half repaired. */
 static void test_without_its_table_block(void) {
   tchild_t roomy, full;
   wl_snapshot_t snap;
@@ -254,7 +254,7 @@ static void test_without_its_table_block(void) {
   size = SIZE;
   tchild_run(&roomy, path, free_table_and_die);
   tchild_run(&full, path, free_table_and_die);
-  m = tsegment_open(path, size);
+  m = tscope_open(path, size);
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
   ASSERT_EQ('o', tchild_do(&roomy, 's'));
   ASSERT_EQ('o', tchild_do(&full, 's'));
@@ -274,10 +274,10 @@ static void test_without_its_table_block(void) {
   tchild_reaped(&full, 1);
   ASSERT_EQ(WL_ECORRUPT, wl_snapshot(m, &snap));
   ASSERT_EQ(WL_ECORRUPT, wl_request(&p, &extra, NAME("x"), WL_SHARED, 0));
-  ASSERT_EQ(1, __atomic_load_n(&WL__HDR(m)->broken, __ATOMIC_RELAXED));
+  ASSERT_EQ(1, __atomic_load_n(&WL__HDR(m)->corrupt, __ATOMIC_RELAXED));
   nfill = 0;
   wl_agent_close(&p);
-  wl_segment_close(m);
+  wl_scope_close(m);
   tshm_remove(path);
 }
 
@@ -319,7 +319,7 @@ static void test_full_file_system_recovers(void) {
  * uses 64 KiB more than it did, without reserving them, as a process that
  * does not reserve would (none of this layout), and dies there. */
 static void use_unreserved_and_die(const char *p, int in, int out) {
-  wl_manager_t *m = tsegment_open(p, size);
+  wl_manager_t *m = tscope_open(p, size);
   char cmd;
 
   ASSERT_EQ(1, write(out, "o", 1));
@@ -332,7 +332,7 @@ static void use_unreserved_and_die(const char *p, int in, int out) {
 /* What the room reserved on the file system assumes: every process using
  * the file reserves before it stores. Where that breaks, on a full file
  * system, the region uses pages that no one reserved: the next process
- * finds them before it touches them, and reports the region broken
+ * finds them before it touches them, and reports the region corrupt
  * (ECORRUPT), never dying of SIGBUS. */
 static void test_pages_no_one_reserved(void) {
   char dir[] = "/tmp/wl-full-fs-XXXXXX";
@@ -344,7 +344,7 @@ static void test_pages_no_one_reserved(void) {
   if (small_tmpfs(dir) != 0)
     return;
   tchild_run(&child, path, use_unreserved_and_die);
-  m = tsegment_open(path, size);
+  m = tscope_open(path, size);
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
   ASSERT_EQ('o', tchild_do(&child, 's'));
   fill_up(&p);
@@ -354,7 +354,7 @@ static void test_pages_no_one_reserved(void) {
   ASSERT_EQ(WL_ECORRUPT, wl_snapshot(m, &snap));
   nfill = 0;
   wl_agent_close(&p);
-  wl_segment_close(m);
+  wl_scope_close(m);
   small_tmpfs_gone(dir);
 }
 

@@ -1,6 +1,6 @@
 /* The repair after a crash works in memory of its own, reserved when the
  * scope is opened (core/recover.c), so that a process that can get no more
- * memory when it finds a crash still repairs, and the scope is not broken
+ * memory when it finds a crash still repairs, and the scope is not corrupt
  * for want of it. The repairing process here is this program again, run
  * with its sanitizer's allocator refusing any allocation over 1 MiB
  * (returning NULL, as malloc does under a limit on memory), on a region of
@@ -22,7 +22,7 @@ static wl_request_t held[LOCKS];
 
 /* Joins, and when told, takes the mutex and dies holding it. */
 static void lock_and_die(const char *p, int in, int out) {
-  wl_manager_t *m = tsegment_open(p, SIZE);
+  wl_manager_t *m = tscope_open(p, SIZE);
   char cmd;
 
   ASSERT_EQ(1, write(out, "o", 1));
@@ -33,7 +33,7 @@ static void lock_and_die(const char *p, int in, int out) {
 
 /* The process with no memory to spare: opening the scope repairs it. */
 static int repair(const char *p) {
-  wl_manager_t *m = tsegment_open(p, SIZE);
+  wl_manager_t *m = tscope_open(p, SIZE);
   wl_agent_t a;
   wl_request_t r;
 
@@ -42,7 +42,7 @@ static int repair(const char *p) {
   ASSERT_EQ(1, wl_release(&r));
   ASSERT_EQ(0, wl__check(m));
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   return 0;
 }
 
@@ -66,7 +66,7 @@ static void test_repair_with_no_memory_to_spare(void) {
 
   tshm_path(path, sizeof(path), "recover-memory");
   tchild_run(&dier, path, lock_and_die);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ('o', tchild_do(&dier, 's'));
   /* Two blocks a lock; released, they stay blocks, free. */
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("filler"), tignore_notify));
@@ -79,7 +79,7 @@ static void test_repair_with_no_memory_to_spare(void) {
   for (i = 0; i < LOCKS; i++)
     ASSERT_EQ(1, wl_release(&held[i]));
   wl_agent_close(&p);
-  wl_segment_close(m);
+  wl_scope_close(m);
   /* No process has the scope open but the one that dies in it. */
   ASSERT_EQ(0, tchild_do(&dier, 'k'));
   tchild_reaped(&dier, 1);

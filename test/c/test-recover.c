@@ -1,4 +1,4 @@
-/* Crash safety of a shared manager: a process killed (SIGKILL) at a named
+/* Crash safety of a machine-wide manager: a process killed (SIGKILL) at a named
  * point inside an algorithm, holding the manager's robust mutex, leaves a
  * state that the next process to take the mutex repairs: every list and
  * counter agrees with the records again, and the survivor goes on. */
@@ -16,7 +16,7 @@ static char path[128];
 
 /* The child's work: it passes every named point. */
 static void child_work(void) {
-  wl_manager_t *m = tsegment_open(path, SIZE);
+  wl_manager_t *m = tscope_open(path, SIZE);
   wl_agent_t c;
   wl_request_t q, z, s, u;
 
@@ -54,7 +54,7 @@ static void crash_at(const char *point) {
     tkill_at(point);
     child_work();
   }
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &p, "parent", 6, tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &x, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &y, NAME("y"), WL_SHARED, 0));
@@ -81,7 +81,7 @@ static void crash_at(const char *point) {
   ASSERT_EQ(0, wl__check(m));
   wl_agent_close(&p);
   ASSERT_EQ(0, wl__check(m));
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
   printf("  recovered after a crash at '%s'\n", point);
 }
@@ -102,7 +102,7 @@ static void test_crash_at_every_point(void) {
  * at "end": after the lock is let go, before the queue behind it is
  * processed, which the repair does. */
 static void hold_then_die_at_end(const char *p, int in, int out) {
-  wl_manager_t *m = tsegment_open(p, SIZE);
+  wl_manager_t *m = tscope_open(p, SIZE);
   wl_agent_t a;
   wl_request_t x;
   char cmd;
@@ -119,7 +119,7 @@ static void hold_then_die_at_end(const char *p, int in, int out) {
 /* A process that joins and waits for "x", dying at "hold", as the repair
  * it makes after the first one's crash grants it: in the middle of it. */
 static void wait_then_die_in_repair(const char *p, int in, int out) {
-  wl_manager_t *m = tsegment_open(p, SIZE);
+  wl_manager_t *m = tscope_open(p, SIZE);
   wl_agent_t a;
   wl_request_t x;
   char cmd;
@@ -154,7 +154,7 @@ static void test_crash_in_the_repair(void) {
   alarm(0);
   /* Opening takes the mutex: the repair is made again, then both agents
    * end. */
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl__check(m));
   ASSERT_EQ(0, wl_snapshot(m, &snap));
   ASSERT_EQ(0, snap.nheld + snap.npending);
@@ -163,7 +163,7 @@ static void test_crash_in_the_repair(void) {
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &x, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(1, wl_release(&x));
   wl_agent_close(&p);
-  wl_segment_close(m);
+  wl_scope_close(m);
   tshm_remove(path);
 }
 

@@ -14,7 +14,7 @@ static void test_release_held(void) {
   ASSERT_EQ(1, wl_release(&r));
   EXPECT_MAIL(&b, {&w, WL_EV_GRANTED});
   ASSERT_EQ(1, wl_release(&w));
-  ASSERT_EQ(0, wl__name_count(wl_local()));
+  ASSERT_EQ(0, wl__name_count(wl_process()));
   tagent_close(&a);
   tagent_close(&b);
 }
@@ -31,7 +31,7 @@ static void test_release_queued(void) {
   REQUEST(&b, &q1, "x", WL_EXCLUSIVE, 0);
   REQUEST(&c, &q2, "x", WL_EXCLUSIVE, 0);
   ASSERT_EQ(0, wl_release(&q1));
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_PENDING(&snap, {NAME("x"), WL_EXCLUSIVE, ID("c")});
   wl_snapshot_free(&snap);
   ASSERT_EQ(1, wl_release(&h));

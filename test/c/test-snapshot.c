@@ -5,7 +5,7 @@
 static void test_empty(void) {
   wl_snapshot_t snap;
 
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   ASSERT_EQ(0, snap.nheld);
   ASSERT_EQ(0, snap.npending);
   wl_snapshot_free(&snap);
@@ -27,7 +27,7 @@ static void test_contents(void) {
   REQUEST(&d, &dx, "x", WL_EXCLUSIVE, 0);
   REQUEST(&a, &ay, "y", WL_EXCLUSIVE, 0);
   REQUEST(&b, &bx, "x", WL_SHARED, 0);
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_HELD(&snap, {NAME("x"), WL_EXCLUSIVE, ID("alpha")},
               {NAME("y"), WL_SHARED, ID("beta")},
               {NAME("y"), WL_SHARED, ID("gamma")});
@@ -53,7 +53,7 @@ static void test_names_in_first_use_order(void) {
   REQUEST(&a, &hq, "q", WL_EXCLUSIVE, 0);
   REQUEST(&b, &wq, "q", WL_EXCLUSIVE, 0);
   REQUEST(&b, &wp, "p", WL_SHARED, 0);
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_PENDING(&snap, {NAME("p"), WL_SHARED, ID("b")},
                  {NAME("q"), WL_EXCLUSIVE, ID("b")});
   wl_snapshot_free(&snap);
@@ -74,7 +74,7 @@ static void test_finished_requests_not_listed(void) {
   REQUEST(&b, &q, "x", WL_SHARED, 0);
   ASSERT_EQ(1, wl_abort(&q));
   REQUEST(&b, &t, "x", WL_EXCLUSIVE, WL_STEAL);
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_HELD(&snap, {NAME("x"), WL_EXCLUSIVE, ID("b")});
   ASSERT_EQ(0, snap.npending);
   wl_snapshot_free(&snap);
@@ -99,7 +99,7 @@ static void test_client_ids_copied(void) {
   memset(max, '?', sizeof(max));
   REQUEST(&a, &ra, "x", WL_SHARED, 0);
   REQUEST(&b, &rb, "x", WL_SHARED, 0);
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_HELD(&snap, {NAME("x"), WL_SHARED, ID("mutable")},
               {NAME("x"), WL_SHARED, want, sizeof(want)});
   wl_snapshot_free(&snap);
@@ -125,7 +125,7 @@ static void test_odd_names(void) {
   ASSERT(wl_request(&a.agent, &r[2], empty, 0, WL_SHARED, 0) >= 0);
   ASSERT(wl_request(&a.agent, &r[3], swapped, 2, WL_EXCLUSIVE, 0) >= 0);
   ASSERT(wl_request(&b.agent, &w, nul, 3, WL_SHARED, 0) >= 0);
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_HELD(&snap, {nul, 3, WL_EXCLUSIVE, ID("a")},
               {high, 1, WL_EXCLUSIVE, ID("a")}, {empty, 0, WL_SHARED, ID("a")},
               {swapped, 2, WL_EXCLUSIVE, ID("a")});
@@ -146,14 +146,14 @@ static void test_survives_state_changes(void) {
   tagent_init(&b, ID("second"));
   REQUEST(&a, &h, "old-name", WL_EXCLUSIVE, 0);
   REQUEST(&b, &q, "old-name", WL_SHARED, 0);
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &old));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &old));
   tagent_close(&a);
   tagent_close(&b);
-  ASSERT_EQ(0, wl__name_count(wl_local()));
+  ASSERT_EQ(0, wl__name_count(wl_process()));
   tagent_init(&a, ID("third"));
   REQUEST(&a, &n1, "new-name", WL_SHARED, 0);
   REQUEST(&a, &n2, "old-name", WL_EXCLUSIVE, 0);
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &now));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &now));
   EXPECT_HELD(&old, {NAME("old-name"), WL_EXCLUSIVE, ID("first")});
   EXPECT_PENDING(&old, {NAME("old-name"), WL_SHARED, ID("second")});
   EXPECT_HELD(&now, {NAME("new-name"), WL_SHARED, ID("third")},
@@ -178,7 +178,7 @@ static void test_one_copy_per_name(void) {
   REQUEST(&b, &x2, "x", WL_SHARED, 0);
   REQUEST(&b, &x3, "x", WL_EXCLUSIVE, 0);
   REQUEST(&b, &y2, "y", WL_EXCLUSIVE, 0);
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   ASSERT_EQ(2, snap.nnames);
   ASSERT_EQ(3, snap.nheld);
   ASSERT_EQ(2, snap.npending);

@@ -30,7 +30,7 @@ static void test_all_holders_stolen(void) {
   EXPECT_MAIL(&a, {&s1, WL_EV_STOLEN}, {&s2, WL_EV_STOLEN});
   EXPECT_MAIL(&b, {&s3, WL_EV_STOLEN});
   EXPECT_MAIL(&c, {&t, WL_EV_GRANTED});
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_HELD(&snap, {NAME("x"), WL_EXCLUSIVE, ID("c")});
   ASSERT_EQ(0, snap.npending);
   wl_snapshot_free(&snap);
@@ -61,7 +61,7 @@ static void test_thief_ahead_of_queue(void) {
   EXPECT_MAIL(&a, {&h, WL_EV_STOLEN});
   EXPECT_MAIL(&c, {&t, WL_EV_GRANTED});
   EXPECT_NO_MAIL(&b);
-  ASSERT_EQ(0, wl_snapshot(wl_local(), &snap));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
   EXPECT_PENDING(&snap, {NAME("x"), WL_EXCLUSIVE, ID("b")},
                  {NAME("x"), WL_SHARED, ID("b")});
   wl_snapshot_free(&snap);
@@ -123,7 +123,7 @@ static void test_thief_robbed_by_thief(void) {
   EXPECT_MAIL(&a, {&t1, WL_EV_STOLEN});
   EXPECT_MAIL(&b, {&t2, WL_EV_GRANTED});
   ASSERT_EQ(1, wl_release(&t2));
-  ASSERT_EQ(0, wl__name_count(wl_local()));
+  ASSERT_EQ(0, wl__name_count(wl_process()));
   ASSERT_EQ(0, wl_release(&t1));
   tagent_close(&a);
   tagent_close(&b);
@@ -141,7 +141,7 @@ static void test_close_victim_keeps_thief(void) {
   REQUEST(&b, &t, "x", WL_EXCLUSIVE, WL_STEAL);
   tagent_close(&a);
   EXPECT_MAIL(&b, {&t, WL_EV_GRANTED});
-  ASSERT_EQ(1, wl__name_count(wl_local()));
+  ASSERT_EQ(1, wl__name_count(wl_process()));
   ASSERT_EQ(1, wl_release(&t));
   tagent_close(&b);
 }

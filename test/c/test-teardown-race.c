@@ -83,7 +83,7 @@ static void *run(void *arg) {
     atomic_init(&a->state, OPEN);
     a->notified = 0;
     a->agent.data = a;
-    ASSERT_EQ(0, wl_agent_init(wl_local(), &a->agent, id, 2, notify));
+    ASSERT_EQ(0, wl_agent_init(wl_process(), &a->agent, id, 2, notify));
     for (i = 0; i < REQS; i++) {
       static const unsigned flags[] = {0, 0, 0, 0, WL_IF_AVAILABLE, WL_STEAL};
       unsigned f = flags[rnd(&seed, 6)];

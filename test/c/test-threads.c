@@ -75,7 +75,7 @@ static void set_mail_flag(wl_agent_t *agent) {
 
 static void agent_start(worker_t *w) {
   w->agent.data = w;
-  ASSERT_EQ(0, wl_agent_init(wl_local(), &w->agent, w->client_id, strlen(w->client_id),
+  ASSERT_EQ(0, wl_agent_init(wl_process(), &w->agent, w->client_id, strlen(w->client_id),
                              set_mail_flag));
 }
 

@@ -1,7 +1,7 @@
 /* Fencing tokens: every grant of a manager gets the next number of its
  * grant counter, from 1, whatever the name, agent or process, and whatever
  * made the grant (a request granted at once, a release, an abort, a steal,
- * an agent's end, a recovery after a crash); a shared manager's counter is
+ * an agent's end, a recovery after a crash); a machine-wide manager's counter is
  * in its file, so it continues across processes, a close and reopen, and a
  * crash. */
 #define _GNU_SOURCE
@@ -141,7 +141,7 @@ static void test_abort_close_and_miss(void) {
   tagent_close(&c);
 }
 
-/* Takes the next mail of a shared manager's agent, which must be r's
+/* Takes the next mail of a machine-wide manager's agent, which must be r's
  * `events`: mail made by this process, or found after a sweep here. */
 static void take(wl_agent_t *agent, wl_request_t *r, unsigned events) {
   unsigned got;
@@ -153,7 +153,7 @@ static void take(wl_agent_t *agent, wl_request_t *r, unsigned events) {
 /* Queues on x, says so, and when granted (by the parent's release) sends
  * its token. */
 static void waiter(const char *path, int in, int out) {
-  wl_manager_t *m = tsegment_open(path, SIZE);
+  wl_manager_t *m = tscope_open(path, SIZE);
   wl_agent_t c;
   wl_request_t r;
   uint64_t token;
@@ -167,7 +167,7 @@ static void waiter(const char *path, int in, int out) {
   ASSERT_EQ(sizeof(token), write(out, &token, sizeof(token)));
   ASSERT_EQ(1, wl_release(&r));
   wl_agent_close(&c);
-  wl_segment_close(m);
+  wl_scope_close(m);
 }
 
 /* Two processes share the counter (one's release grants the other's
@@ -183,7 +183,7 @@ static void test_shared_counter_is_the_files(void) {
 
   tshm_path(path, sizeof(path), "token");
   tchild_run(&c, path, waiter);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &x, NAME("x"), WL_EXCLUSIVE, 0));
   take(&p, &x, WL_EV_GRANTED);
@@ -204,16 +204,16 @@ static void test_shared_counter_is_the_files(void) {
   ASSERT_EQ(1, wl_release(&z));
   ASSERT_EQ(0, wl__check(m));
   wl_agent_close(&p);
-  wl_segment_close(m);
+  wl_scope_close(m);
 
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("again"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &x, NAME("x"), WL_EXCLUSIVE, 0));
   take(&p, &x, WL_EV_GRANTED);
   ASSERT_EQ(5, wl_request_token(&x));
   ASSERT_EQ(1, wl_release(&x));
   wl_agent_close(&p);
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
 }
 
@@ -221,7 +221,7 @@ static void test_shared_counter_is_the_files(void) {
  * fault point "mail": the grant of x to the parent's waiting request is
  * mailed, not made. */
 static void holder_dies_granting(const char *path, int in, int out) {
-  wl_manager_t *m = tsegment_open(path, SIZE);
+  wl_manager_t *m = tscope_open(path, SIZE);
   wl_agent_t c;
   wl_request_t r;
   uint64_t token;
@@ -249,7 +249,7 @@ static void test_grant_finished_by_recovery(void) {
 
   tshm_path(path, sizeof(path), "token-grant");
   tchild_run(&c, path, holder_dies_granting);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
   ASSERT_EQ(1, write(c.to, "g", 1));
   ASSERT_EQ(sizeof(theirs), read(c.from, &theirs, sizeof(theirs)));
@@ -267,14 +267,14 @@ static void test_grant_finished_by_recovery(void) {
   ASSERT_EQ(1, wl_release(&w));
   ASSERT_EQ(1, wl_release(&v));
   wl_agent_close(&p);
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
 }
 
 /* Steals x and dies at the fault point "request-stole": the holders are
  * robbed, the thief not yet queued. */
 static void thief_dies(const char *path, int in, int out) {
-  wl_manager_t *m = tsegment_open(path, SIZE);
+  wl_manager_t *m = tscope_open(path, SIZE);
   wl_agent_t c;
   wl_request_t t;
 
@@ -298,7 +298,7 @@ static void test_steal_finished_by_recovery(void) {
 
   tshm_path(path, sizeof(path), "token-steal");
   tchild_run(&c, path, thief_dies);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &h, NAME("x"), WL_EXCLUSIVE, 0));
   take(&p, &h, WL_EV_GRANTED);
@@ -314,7 +314,7 @@ static void test_steal_finished_by_recovery(void) {
   ASSERT_EQ(0, wl_release(&h));
   ASSERT_EQ(1, wl_release(&w));
   wl_agent_close(&p);
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
 }
 
@@ -328,7 +328,7 @@ static void test_recovery_never_lowers_the_counter(void) {
   wl_request_t x, y, z;
 
   tshm_path(path, sizeof(path), "token-recover");
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &x, NAME("x"), WL_EXCLUSIVE, 0));
   take(&p, &x, WL_EV_GRANTED);
@@ -352,7 +352,7 @@ static void test_recovery_never_lowers_the_counter(void) {
   ASSERT_EQ(1002, wl_request_token(&z));
   ASSERT_EQ(1, wl_release(&z));
   wl_agent_close(&p);
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
 }
 

@@ -150,27 +150,27 @@ static void test_shared(void) {
   wl_agent_t a, b;
 
   tshm_path(path, sizeof(path), "waits");
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
   ASSERT_EQ(0, wl_agent_init(m, &b, ID("b"), tignore_notify));
   check_waits(&a, &b);
   check_in_the_way(&a, &b);
   wl_agent_close(&a);
   wl_agent_close(&b);
-  wl_segment_close(m);
+  wl_scope_close(m);
   tshm_remove(path);
 }
 
-/* A queue that loops (a damaged file) ends the walk: ECORRUPT, no hang. */
-static void test_damaged_queue(void) {
+/* A queue that loops (a corrupt file) ends the walk: ECORRUPT, no hang. */
+static void test_corrupt_queue(void) {
   char path[256];
   wl_manager_t *m;
   wl_agent_t a;
   wl_request_t h, q;
   wl__agent_t *rec;
 
-  tshm_path(path, sizeof(path), "waits-damaged");
-  m = tsegment_open(path, SIZE);
+  tshm_path(path, sizeof(path), "waits-corrupt");
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &h, NAME("x"), WL_EXCLUSIVE, 0));
   take_mail(&a);
@@ -180,13 +180,13 @@ static void test_damaged_queue(void) {
   WL__LINK(m, rec->queued.next)->next = rec->queued.next;
   ASSERT_EQ(WL_ECORRUPT, wl_agent_waits(&a));
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   tshm_remove(path);
 }
 
 int main(void) {
   RUN(test_process_wide);
   RUN(test_shared);
-  RUN(test_damaged_queue);
+  RUN(test_corrupt_queue);
   return 0;
 }

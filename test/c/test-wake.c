@@ -1,4 +1,4 @@
-/* Wake-ups across processes: an agent of a shared manager sleeps in poll()
+/* Wake-ups across processes: an agent of a machine-wide manager sleeps in poll()
  * on its wake descriptor, and a release in another process wakes it with
  * its grant in the mailbox. */
 #define _GNU_SOURCE
@@ -58,11 +58,11 @@ static void waiter(int go, int queued) {
   char byte;
 
   ASSERT_EQ(1, read(go, &byte, 1));
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   first = wait_once(m, queued);
   ASSERT_EQ(1, read(go, &byte, 1));
   ASSERT_EQ(first, wait_once(m, queued));
-  wl_segment_close(m);
+  wl_scope_close(m);
   _exit(0);
 }
 
@@ -89,7 +89,7 @@ static void test_release_wakes_another_process(void) {
   /* Only the child writes `queued`: if it dies, reads see end of file. */
   close(go[0]);
   close(queued[1]);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &h, ID("holder"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&h, &x, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(1, write(go[1], "g", 1));
@@ -104,14 +104,14 @@ static void test_release_wakes_another_process(void) {
   ASSERT_EQ(pid, waitpid(pid, &status, 0));
   ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   wl_agent_close(&h);
-  wl_segment_close(m);
+  wl_scope_close(m);
   close(go[1]);
   close(queued[0]);
   unlink(path);
 }
 
 /* The process-wide manager's agents have no wake descriptor. */
-static void test_local_agents_have_none(void) {
+static void test_process_agents_have_none(void) {
   tagent_t a;
 
   tagent_init(&a, ID("local"));
@@ -157,7 +157,7 @@ static void test_names_and_modes(void) {
 
   tshm_path(path, sizeof(path), "wake-names");
   for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-    ASSERT_EQ(0, wl_segment_open(path, SIZE, modes[i][0], &m, err,
+    ASSERT_EQ(0, wl_scope_open(path, SIZE, modes[i][0], &m, err,
                                  sizeof(err)));
     ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
     first = WL__REC(m, a.off, wl__agent_t)->wake;
@@ -173,7 +173,7 @@ static void test_names_and_modes(void) {
     ASSERT_EQ(off, a.off);
     ASSERT(a.wake != first && a.wake != first + 1 && a.wake != 0);
     wl_agent_close(&a);
-    wl_segment_close(m);
+    wl_scope_close(m);
     tshm_remove(path);
   }
   umask(umask_was);
@@ -190,7 +190,7 @@ static void test_orphans_removed(void) {
   int fd;
 
   tshm_path(path, sizeof(path), "wake-orphans");
-  wl_segment_close(tsegment_open(path, SIZE));
+  wl_scope_close(tscope_open(path, SIZE));
   fifo_of(dead, sizeof(dead), 0x1234);
   fifo_of(read_one, sizeof(read_one), 0x5678);
   fifo_of(others, sizeof(others), 0x9abc);
@@ -206,14 +206,14 @@ static void test_orphans_removed(void) {
     ASSERT_EQ(0, mkfifo(others, 0600));
     ASSERT_EQ(0, chown(others, 12345, 12345));
   }
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT(lstat(dead, &st) == -1 && errno == ENOENT);
   ASSERT_EQ(0, lstat(read_one, &st));
   ASSERT_EQ(0, lstat(plain, &st));
   ASSERT_EQ(0, lstat(odd, &st));
   if (geteuid() == 0)
     ASSERT_EQ(0, lstat(others, &st));
-  wl_segment_close(m);
+  wl_scope_close(m);
   close(fd);
   unlink(read_one);
   unlink(others);
@@ -234,7 +234,7 @@ static void test_taken_name_drawn_again(void) {
   int fd;
 
   tshm_path(path, sizeof(path), "wake-taken");
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   fifo_of(taken, sizeof(taken), 0x1111);
   fd = open(taken, O_WRONLY | O_CREAT | O_EXCL, 0644);
   ASSERT(fd >= 0);
@@ -252,7 +252,7 @@ static void test_taken_name_drawn_again(void) {
   ASSERT(S_ISREG(st.st_mode) && st.st_size == 4);
   wl_agent_close(&a);
   ASSERT_EQ(0, lstat(taken, &st));
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(taken);
   tshm_remove(path);
 }
@@ -270,7 +270,7 @@ static void test_orphans_among_many_live(void) {
   unsigned i;
 
   tshm_path(path, sizeof(path), "wake-orphans-many");
-  wl_segment_close(tsegment_open(path, SIZE));
+  wl_scope_close(tscope_open(path, SIZE));
   fifo_of(first, sizeof(first), 0x1000);
   ASSERT_EQ(0, mkfifo(first, 0600));
   for (i = 0; i <= WL__ORPHANS; i++) {
@@ -281,10 +281,10 @@ static void test_orphans_among_many_live(void) {
   }
   fifo_of(last, sizeof(last), 0x3000);
   ASSERT_EQ(0, mkfifo(last, 0600));
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT(lstat(first, &st) == -1 && errno == ENOENT);
   ASSERT(lstat(last, &st) == -1 && errno == ENOENT);
-  wl_segment_close(m);
+  wl_scope_close(m);
   for (i = 0; i <= WL__ORPHANS; i++) {
     fifo_of(live, sizeof(live), 0x2000 + i);
       close(fds[i]);
@@ -301,7 +301,7 @@ static void test_orphans_among_many_live(void) {
  * "s.0123456789abcdef" beside scope "s"), which the sweep must leave. */
 #define OTHER_SCOPE 0x0123456789abcdefULL
 static void agent_naming_another_file(const char *file, int in, int out) {
-  wl_manager_t *m = tsegment_open(file, SIZE);
+  wl_manager_t *m = tscope_open(file, SIZE);
   wl_agent_t a;
   char byte;
 
@@ -329,10 +329,10 @@ static void test_sweep_removes_only_fifos(void) {
   ASSERT_EQ('r', tchild_do(&child, 'g'));
   tchild_kill(&child);
   tchild_reaped(&child, 1);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, lstat(other, &st));
   ASSERT(S_ISREG(st.st_mode) && st.st_size == 4);
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(other);
   tshm_remove(path);
 }
@@ -361,7 +361,7 @@ static int fifos_beside(void) {
  * dead process may not have closed its FIFOs yet, so the sweep cannot ask
  * whether one still has a reader. */
 static void agents_then_wait(const char *file, int in, int out) {
-  wl_manager_t *m = tsegment_open(file, SIZE);
+  wl_manager_t *m = tscope_open(file, SIZE);
   wl_agent_t a, b;
   char byte;
 
@@ -381,7 +381,7 @@ static void test_killed_process_fifos_removed_at_once(void) {
   tshm_path(path, sizeof(path), "wake-killed");
   for (i = 0; i < 8; i++)
     tchild_run(&kids[i], path, agents_then_wait);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   for (i = 0; i < 8; i++) {
     ASSERT_EQ('r', tchild_do(&kids[i], 'g'));
     ASSERT_EQ(2, fifos_beside());
@@ -392,7 +392,7 @@ static void test_killed_process_fifos_removed_at_once(void) {
       usleep(1000);
     ASSERT_EQ(0, fifos_beside());
   }
-  wl_segment_close(m);
+  wl_scope_close(m);
   tshm_remove(path);
 }
 
@@ -404,6 +404,6 @@ int main(void) {
   RUN(test_names_and_modes);
   RUN(test_orphans_removed);
   RUN(test_orphans_among_many_live);
-  RUN(test_local_agents_have_none);
+  RUN(test_process_agents_have_none);
   return 0;
 }

@@ -1,4 +1,4 @@
-/* wl_segment_close stops and joins both threads of its handle, leaves the
+/* wl_scope_close stops and joins both threads of its handle, leaves the
  * ring mended and its owner record vacant for the next owner: open and
  * close loops leave no thread, no memory (ASan) and no growing list of
  * records behind, and a close that races a death does not lose it. */
@@ -36,23 +36,23 @@ static void test_open_close_loops(void) {
   tchild_fork(&c, path, SIZE, "x", 0, NULL);
   ASSERT_EQ('o', tchild_do(&c, 'o'));
   for (i = 0; i < 100; i++) {
-    m1 = tsegment_open(path, SIZE);
-    m2 = tsegment_open(path, SIZE);
+    m1 = tscope_open(path, SIZE);
+    m2 = tscope_open(path, SIZE);
     ASSERT_EQ(0, wl__check(m2));
     /* The first or the last to join leaves first. */
-    wl_segment_close(i % 2 ? m1 : m2);
-    wl_segment_close(i % 2 ? m2 : m1);
+    wl_scope_close(i % 2 ? m1 : m2);
+    wl_scope_close(i % 2 ? m2 : m1);
   }
   ASSERT(!running("wl-watch"));
   ASSERT(!running("wl-sweep"));
-  m1 = tsegment_open(path, SIZE);
+  m1 = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl__check(m1));
   /* Two were ever open here at once: one of them is open again. */
   ASSERT(vacant(m1) <= 1);
   tchild_close(&c);
   tchild_reap(&c);
   ASSERT_EQ(0, wl__check(m1));
-  wl_segment_close(m1);
+  wl_scope_close(m1);
   unlink(path);
 }
 
@@ -69,18 +69,18 @@ static void test_close_races_a_death(void) {
   for (i = 0; i < 20; i++) {
     tchild_fork(&c, path, SIZE, "x", 0, NULL);
     ASSERT_EQ('o', tchild_do(&c, 'o'));
-    m1 = tsegment_open(path, SIZE);
-    m2 = tsegment_open(path, SIZE);
+    m1 = tscope_open(path, SIZE);
+    m2 = tscope_open(path, SIZE);
     ASSERT_EQ(0, wl_agent_init(m1, &a, ID("waiter"), tfifo_notify));
     ASSERT_EQ(0, wl_request(&a, &r, NAME("x"), WL_EXCLUSIVE, 0));
     tchild_kill(&c);
-    wl_segment_close(m2);
+    wl_scope_close(m2);
     tawait_grant(&a, &r);
     tchild_reap(&c);
     ASSERT_EQ(1, wl_release(&r));
     ASSERT_EQ(0, wl__check(m1));
     wl_agent_close(&a);
-    wl_segment_close(m1);
+    wl_scope_close(m1);
   }
   unlink(path);
 }

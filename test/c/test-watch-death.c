@@ -24,7 +24,7 @@ static double kill_and_wait(tchild_t *c) {
   uint64_t killed, granted;
 
   ASSERT_EQ('o', tchild_do(c, 'o'));
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tfifo_notify));
   ASSERT_EQ(0, wl_request(&a, &r, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT(wl_agent_next(&a, &events) == NULL);
@@ -34,7 +34,7 @@ static double kill_and_wait(tchild_t *c) {
   ASSERT_EQ(0, wl__check(m));
   ASSERT_EQ(1, wl_release(&r));
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
   return (double)(granted - killed) / 1e6;
 }

@@ -32,7 +32,7 @@ static void test_killed_joining_the_ring(void) {
   tshm_path(path, sizeof(path), "fault-join");
   tchild_fork(&c, path, SIZE, "c", 0, NULL);
   tchild_fork(&d, path, SIZE, "d", 0, NULL);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tfifo_notify));
   ASSERT_EQ('o', tchild_do(&d, 'o'));
   ASSERT_EQ('R', tchild_do(&c, 'R'));
@@ -53,7 +53,7 @@ static void test_killed_joining_the_ring(void) {
   ASSERT_EQ(1, wl_release(&r));
   ASSERT_EQ(0, wl__check(m));
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
 }
 
@@ -70,7 +70,7 @@ static void test_sweeper_killed_mending_the_ring(void) {
   tshm_path(path, sizeof(path), "fault-sweep");
   tchild_fork(&c[0], path, SIZE, "c0", 0, NULL);
   tchild_fork(&c[1], path, SIZE, "c1", 0, NULL);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tfifo_notify));
   ASSERT_EQ('o', tchild_do(&c[0], 'o'));
   ASSERT_EQ('o', tchild_do(&c[1], 'o'));
@@ -85,7 +85,7 @@ static void test_sweeper_killed_mending_the_ring(void) {
   ASSERT_EQ(1, wl_release(&r[0]));
   ASSERT_EQ(1, wl_release(&r[1]));
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
 }
 

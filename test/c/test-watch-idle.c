@@ -62,7 +62,7 @@ static void test_idle_threads_use_no_cpu(void) {
   tshm_path(path, sizeof(path), "idle");
   tchild_fork(&c[0], path, SIZE, "x", 0, NULL);
   tchild_fork(&c[1], path, SIZE, "y", 0, NULL);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   expect_idle(0); /* alone: watching none */
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tfifo_notify));
   ASSERT_EQ('o', tchild_do(&c[0], 'o'));
@@ -79,7 +79,7 @@ static void test_idle_threads_use_no_cpu(void) {
   tchild_close(&c[1]);
   tchild_reap(&c[1]);
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
 }
 
@@ -118,7 +118,7 @@ static void test_without_futex_waitv(void) {
   tshm_path(path, sizeof(path), "idle-old");
   tchild_fork(&s, path, SIZE, "s", 0, without_futex_waitv);
   tchild_fork(&c, path, SIZE, "c", 0, NULL);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tfifo_notify));
   ASSERT_EQ('o', tchild_do(&s, 'o'));
   ASSERT_EQ('o', tchild_do(&c, 'o'));
@@ -141,7 +141,7 @@ static void test_without_futex_waitv(void) {
   ASSERT_EQ(1, wl_release(&rs));
   ASSERT_EQ(0, wl__check(m));
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   unlink(path);
 }
 #else

@@ -39,7 +39,7 @@ static void ring_open(ring_t *g, int n) {
     g->names[i][2] = 0;
     tchild_fork(&g->c[i], path, SIZE, g->names[i], 0, NULL);
   }
-  g->m = tsegment_open(path, SIZE);
+  g->m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(g->m, &g->a, ID("parent"), tfifo_notify));
   for (i = 0; i < n; i++) {
     ASSERT_EQ('o', tchild_do(&g->c[i], 'o'));
@@ -69,7 +69,7 @@ static void close_one(ring_t *g, int i) {
 
 static void ring_close(ring_t *g) {
   wl_agent_close(&g->a);
-  wl_segment_close(g->m);
+  wl_scope_close(g->m);
   unlink(path);
 }
 

@@ -79,19 +79,19 @@ void run_test(const char *file, const char *name, void (*fn)(void));
 
 void tagent_init(tagent_t *t, const char *client_id, size_t client_id_len);
 
-/* Shared managers: a path in /dev/shm for this test and process (removed
+/* Machine-wide managers: a path in /dev/shm for this test and process (removed
  * first), a manager opened there (owner only) or the test fails, a notify
  * callback for agents polled by hand, and a fault hook that kills this
  * process (SIGKILL) at the named point. */
 void tshm_path(char *buf, size_t len, const char *what);
 /* Removes the manager's file at path and whatever is beside it (agents'
- * FIFOs that a test's killed or damaged processes could not remove). */
+ * FIFOs that a test's killed or corrupt processes could not remove). */
 void tshm_remove(const char *path);
 /* Goes on as pid 1 of a new pid namespace: the calling process forks the
  * process that returns, writes its pid (as seen from outside) to fd, and
  * exits when it does. */
 void tpidns_enter(int fd);
-wl_manager_t *tsegment_open(const char *path, uint64_t size);
+wl_manager_t *tscope_open(const char *path, uint64_t size);
 void tignore_notify(wl_agent_t *agent);
 void tkill_at(const char *point);
 /* A notify callback that wakes the agent through its wake descriptor, as
@@ -99,7 +99,7 @@ void tkill_at(const char *point);
  * process's own sweeper thread. */
 void tfifo_notify(wl_agent_t *agent);
 
-/* A child process that joins a shared manager when told. It is forked
+/* A child process that joins a machine-wide manager when told. It is forked
  * before the test's process starts threads (TSan cannot follow a child that
  * starts threads after a fork of a process with threads), runs `prepare`
  * (if any) first, and then answers each command with a byte:

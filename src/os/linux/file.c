@@ -73,12 +73,12 @@ typedef struct {
   uint64_t region_off; /* where the region starts */
   uint32_t ready;      /* WL__READY once initialised */
   uint32_t pad;
-  /* At offset 40: test/host-full-crash.test.js reads its holder there. */
+  /* At offset 40: test/machine-full-crash.test.js reads its holder there. */
   pthread_mutex_t mutex;
-} wl__seg_t;
+} wl__file_t;
 
-_Static_assert(offsetof(wl__seg_t, mutex) == 40,
-               "test/host-full-crash.test.js reads the mutex at offset 40");
+_Static_assert(offsetof(wl__file_t, mutex) == 40,
+               "test/machine-full-crash.test.js reads the mutex at offset 40");
 
 static int wl__fail(char *err, size_t errlen, int rc, const char *fmt, ...) {
   va_list ap;
@@ -92,7 +92,7 @@ static int wl__fail(char *err, size_t errlen, int rc, const char *fmt, ...) {
 }
 
 /* Initialises the file's first page and its region. */
-static int wl__init_file(wl__seg_t *seg, uint64_t size) {
+static int wl__init_file(wl__file_t *seg, uint64_t size) {
   pthread_mutexattr_t attr;
   struct timespec ts;
   wl_manager_t tmp;
@@ -125,7 +125,7 @@ static int wl__init_file(wl__seg_t *seg, uint64_t size) {
 }
 
 /* Checks what the file's first page says, before anything in it is used. */
-static int wl__check_header(const char *path, const wl__seg_t *seg,
+static int wl__check_header(const char *path, const wl__file_t *seg,
                             uint64_t file_size, char *err, size_t errlen) {
   if (memcmp(seg->magic, WL__MAGIC, sizeof(seg->magic)) != 0)
     return wl__fail(err, errlen, WL_ECORRUPT,
@@ -148,7 +148,7 @@ static int wl__check_header(const char *path, const wl__seg_t *seg,
   if (seg->size != file_size || seg->region_off != WL__PAGE ||
       file_size < 2 * WL__PAGE)
     return wl__fail(err, errlen, WL_ECORRUPT,
-                    "%s is damaged: it says it is %llu bytes with its region "
+                    "%s is corrupt: it says it is %llu bytes with its region "
                     "at %llu, and it is %llu bytes",
                     path, (unsigned long long)seg->size,
                     (unsigned long long)seg->region_off,
@@ -163,11 +163,11 @@ static int wl__check_region(const char *path, const wl__hdr_t *h,
 
   if (h->size != size || h->used > size || h->used < sizeof(*h))
     return wl__fail(err, errlen, WL_ECORRUPT,
-                    "%s is damaged: its region header is inconsistent", path);
+                    "%s is corrupt: its region header is inconsistent", path);
   for (c = 0; c < WL__NCLASSES; c++) {
     if (h->free[c] != 0 && (h->free[c] >= h->used || h->free[c] < sizeof(*h)))
       return wl__fail(err, errlen, WL_ECORRUPT,
-                      "%s is damaged: a free list points outside the region",
+                      "%s is corrupt: a free list points outside the region",
                       path);
   }
   return 0;
@@ -252,9 +252,9 @@ static int wl__map(wl_manager_t *m, int fd, uint64_t size) {
   m->capacity = size - WL__PAGE;
   m->limit = 0;
   m->steps = m->capacity / 32 + 2;
-  m->damaged = 0;
-  m->shared = 1;
-  m->mutex = &((wl__seg_t *)map)->mutex;
+  m->corrupt = 0;
+  m->machine = 1;
+  m->mutex = &((wl__file_t *)map)->mutex;
   return 0;
 }
 
@@ -360,7 +360,7 @@ static int wl__attach(wl_manager_t *m, const char *path, unsigned mode,
                       char *err, size_t errlen) {
   int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   struct stat st;
-  wl__seg_t *seg;
+  wl__file_t *seg;
   int rc;
 
   if (fd < 0)
@@ -377,7 +377,7 @@ static int wl__attach(wl_manager_t *m, const char *path, unsigned mode,
     goto fail;
   if ((uint64_t)st.st_size < WL__PAGE) {
     rc = wl__fail(err, errlen, WL_ECORRUPT,
-                  "%s is damaged: %llu bytes is too short for a web-locks "
+                  "%s is corrupt: %llu bytes is too short for a web-locks "
                   "manager file",
                   path, (unsigned long long)st.st_size);
     goto fail;
@@ -469,13 +469,13 @@ static int wl__join(wl_manager_t *m, const char *path, char *err,
     close(m->probe_fd);
     return wl__fail(err, errlen, rc, "cannot join the manager in %s: %s", path,
                     rc == WL_ENOMEM     ? "it is full"
-                    : rc == WL_ECORRUPT ? "its state is damaged"
+                    : rc == WL_ECORRUPT ? "its state is corrupt"
                                         : strerror(-rc));
   }
   return 0;
 }
 
-int wl_segment_open(const char *path, uint64_t size, unsigned mode,
+int wl_scope_open(const char *path, uint64_t size, unsigned mode,
                     wl_manager_t **out, char *err, size_t errlen) {
   wl_manager_t *m;
   int rc, tries;
@@ -531,7 +531,7 @@ void wl__mutex_consistent(wl_manager_t *m) {
   pthread_mutex_consistent(m->mutex);
 }
 
-int wl_segment_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino) {
+int wl_scope_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino) {
   struct stat st;
 
   if (fstat(m->fd, &st) != 0)
@@ -541,7 +541,7 @@ int wl_segment_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino) {
   return 0;
 }
 
-void wl_segment_close(wl_manager_t *m) {
+void wl_scope_close(wl_manager_t *m) {
   /* The sweeper may be waiting for the mutex: it stops first, and the sweep
    * here answers whatever its watcher asked for since (the kernel wakes one
    * watcher for a death: this one's, even as it stops). */

@@ -1,4 +1,4 @@
-/* Proof of life for a shared manager. A pid proves nothing (pids are reused
+/* Proof of life for a machine-wide manager. A pid proves nothing (pids are reused
  * and differ between pid namespaces); a lock that the kernel drops when its
  * holder dies does. Each process that opens the manager has an owner record
  * and holds an open-file-description (OFD) write lock on the byte of the
@@ -49,7 +49,7 @@ static void wl__end_owner(wl_manager_t *m, wl_off_t o) {
   while (wl__more(m, agents, &steps)) {
     wl_off_t a = wl__record_of(WL__LINK(m, agents)->next, wl__agent_t, olink);
     wl__wake_close(m, WL__REC(m, a, wl__agent_t)->wake, -1);
-    wl__shared_ops.close_agent(m, a);
+    wl__machine_ops.close_agent(m, a);
   }
   wl__list_remove(m, AT(o, wl__owner_t, link));
 }
@@ -183,7 +183,7 @@ void wl__tell_agents(wl_manager_t *m) {
 }
 
 /* Other processes' agents are found by walking the owners and their agents
- * in a region found damaged: every offset is checked, the walk is bounded,
+ * in a region found corrupt: every offset is checked, the walk is bounded,
  * and a wake-up of a record that is no agent at worst wakes an agent of
  * this scope for nothing (its number names only a FIFO beside the file). */
 void wl__announce(wl_manager_t *m) {
@@ -192,7 +192,7 @@ void wl__announce(wl_manager_t *m) {
   uint64_t steps = WL__STEPS(m);
 
   m->announced = 1;
-  __atomic_store_n(&h->broken, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&h->corrupt, 1, __ATOMIC_RELAXED);
   for (at = WL__LINK(m, head)->next; at != head && at != 0 && steps > 0;
        at = WL__LINK(m, at)->next, steps--) {
     wl_off_t o = wl__record_of(at, wl__owner_t, link);
@@ -206,17 +206,17 @@ void wl__announce(wl_manager_t *m) {
   wl__tell_agents(m);
 }
 
-/* The region is marked broken, or other processes have used more of it
+/* The region is marked corrupt, or other processes have used more of it
  * than this one may touch yet. */
 WL__COLD int wl__lock_check(wl_manager_t *m) {
-  if (!__atomic_load_n(&WL__HDR(m)->broken, __ATOMIC_RELAXED)) {
+  if (!__atomic_load_n(&WL__HDR(m)->corrupt, __ATOMIC_RELAXED)) {
     if (wl__cover(m) == 0)
       return 0;
-    wl__damaged(m);
+    wl__corrupt(m);
     wl__unlock(m);
     return WL_ECORRUPT;
   }
-  wl__damaged(m);
+  wl__corrupt(m);
   m->announced = 1; /* by the process that found it */
   wl__unlock(m);
   wl__tell_agents(m);

@@ -1,4 +1,4 @@
-/* Wake-ups across processes: every agent of a shared manager has a FIFO
+/* Wake-ups across processes: every agent of a machine-wide manager has a FIFO
  * beside the manager's file, named by the manager's path and a number drawn
  * at random for it (getrandom) and kept in its record. Other users of a
  * shared directory (/dev/shm is sticky and world-writable) can list names

@@ -1,7 +1,7 @@
 /* Prompt notice of a process's death, without polling. The kernel releases
  * a dead process's OFD lock (its proof of life, os/linux/life.c) only once its
  * memory is torn down, about 100 ms per GiB; a robust futex it marks first,
- * as each thread exits. So each process with a shared manager open runs a
+ * as each thread exits. So each process with a machine-wide manager open runs a
  * watcher thread whose own kernel robust list holds one entry: its owner
  * record's life word, holding the thread's TID. However the process dies,
  * the kernel then sets FUTEX_OWNER_DIED in that word and wakes one thread
@@ -131,7 +131,7 @@ void wl__ring(wl_manager_t *m, int all) {
 
 /* The life word of the owner at t, an offset read from the region without
  * the mutex: NULL for none or for one outside the region (whoever holds the
- * mutex reports the damage; the watcher just waits for its bell). Checked
+ * mutex reports the corruption; the watcher just waits for its bell). Checked
  * against the whole region, not this process's limit, which it may not
  * have raised yet to cover a new owner (whose process reserved its page). */
 static uint32_t *wl__life_at(const wl__watch_t *w, wl_off_t t) {

@@ -1,5 +1,5 @@
 /* The OS layer's types on Linux and macOS (os/os.h), and its mutex, inline:
- * a pthread mutex, the process's own or, for a shared manager, a robust one
+ * a pthread mutex, the process's own or, for a machine-wide manager, a robust one
  * in the file (os/linux/file.c). */
 #ifndef WL_OS_UNIX_H
 #define WL_OS_UNIX_H

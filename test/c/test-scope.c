@@ -1,4 +1,4 @@
-/* wl_segment_open: a manager in a file shared by processes. Creating and
+/* wl_scope_open: a manager in a file shared by processes. Creating and
  * attaching, the same algorithms across two mappings and across a fork, and
  * every kind of bad file refused with its path and its fault named. */
 #define _GNU_SOURCE
@@ -38,7 +38,7 @@ static wl_request_t *next_when_woken(wl_agent_t *agent, unsigned *events) {
 
 static void expect_open_fails(int want, const char *fault) {
   wl_manager_t *m = NULL;
-  int rc = wl_segment_open(path, SIZE, 0600, &m, err, sizeof(err));
+  int rc = wl_scope_open(path, SIZE, 0600, &m, err, sizeof(err));
   if (rc != want || strstr(err, path) == NULL || strstr(err, fault) == NULL) {
     fprintf(stderr, "want %d naming %s and '%s'; got %d: %s\n", want, path,
             fault, rc, err);
@@ -70,11 +70,11 @@ static void test_create_then_attach(void) {
   unsigned events;
 
   fresh_path();
-  m1 = tsegment_open(path, SIZE);
+  m1 = tscope_open(path, SIZE);
   ASSERT_EQ(0, stat(path, &st));
   ASSERT_EQ(0600, st.st_mode & 0777);
   ASSERT_EQ(SIZE, st.st_size);
-  m2 = tsegment_open(path, SIZE);
+  m2 = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
   ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE,
@@ -92,8 +92,8 @@ static void test_create_then_attach(void) {
   ASSERT_EQ(0, wl__name_count(m1));
   wl_agent_close(&a);
   wl_agent_close(&b);
-  wl_segment_close(m1);
-  wl_segment_close(m2);
+  wl_scope_close(m1);
+  wl_scope_close(m2);
   unlink(path);
 }
 
@@ -109,8 +109,8 @@ static void test_across_a_fork(void) {
   pid_t pid;
 
   fresh_path();
-  m = tsegment_open(path, SIZE);
-  wl_segment_close(m);
+  m = tscope_open(path, SIZE);
+  wl_scope_close(m);
   ASSERT_EQ(0, pipe(to_child));
   ASSERT_EQ(0, pipe(to_parent));
   pid = fork();
@@ -120,7 +120,7 @@ static void test_across_a_fork(void) {
     wl_request_t h;
     close(to_child[1]);
     close(to_parent[0]);
-    m = tsegment_open(path, SIZE);
+    m = tscope_open(path, SIZE);
     ASSERT_EQ(0, wl_agent_init(m, &c, ID("child"), tignore_notify));
     ASSERT_EQ(WL_GRANTED_AT_ONCE,
               wl_request(&c, &h, NAME("x"), WL_EXCLUSIVE, 0));
@@ -128,14 +128,14 @@ static void test_across_a_fork(void) {
     ASSERT_EQ(1, read(to_child[0], &byte, 1));
     ASSERT_EQ(1, wl_release(&h));
     wl_agent_close(&c);
-    wl_segment_close(m);
+    wl_scope_close(m);
     _exit(0);
   }
   /* Only the child writes to_parent: a child that fails ends the read. */
   close(to_child[0]);
   close(to_parent[1]);
   ASSERT_EQ(1, read(to_parent[0], &byte, 1));
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m, &a, ID("parent"), tignore_notify));
   ASSERT_EQ(0, wl_request(&a, &r, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT(wl_agent_next(&a, &events) == NULL);
@@ -146,7 +146,7 @@ static void test_across_a_fork(void) {
   ASSERT_EQ(WL_EV_GRANTED, events);
   ASSERT_EQ(1, wl_release(&r));
   wl_agent_close(&a);
-  wl_segment_close(m);
+  wl_scope_close(m);
   close(to_child[1]);
   close(to_parent[0]);
   unlink(path);
@@ -167,16 +167,16 @@ static void test_bad_files(void) {
   expect_open_fails(WL_ECORRUPT, "not a web-locks manager file");
 
   unlink(path);
-  m = tsegment_open(path, SIZE);
-  wl_segment_close(m);
+  m = tscope_open(path, SIZE);
+  wl_scope_close(m);
   patch(8, &layout, sizeof(layout));
   expect_open_fails(WL_ELAYOUT, "has web-locks layout 6; this version of "
                                 "web-locks uses layout 5");
 
   /* The ABI word (offset 12): the same sizes under another C library. */
   unlink(path);
-  m = tsegment_open(path, SIZE);
-  wl_segment_close(m);
+  m = tscope_open(path, SIZE);
+  wl_scope_close(m);
   {
     uint32_t abi;
     int fd = open(path, O_RDONLY);
@@ -188,23 +188,23 @@ static void test_bad_files(void) {
   expect_open_fails(WL_ELAYOUT, "another machine architecture or C library");
 
   unlink(path);
-  m = tsegment_open(path, SIZE);
-  wl_segment_close(m);
+  m = tscope_open(path, SIZE);
+  wl_scope_close(m);
   ASSERT_EQ(0, truncate(path, SIZE * 2));
   expect_open_fails(WL_ECORRUPT, "it says it is 1048576 bytes");
 
   /* The region's header: its `used` mark (the second word) past its end. */
   unlink(path);
-  m = tsegment_open(path, SIZE);
-  wl_segment_close(m);
+  m = tscope_open(path, SIZE);
+  wl_scope_close(m);
   patch(4096 + 8, &huge, sizeof(huge));
   expect_open_fails(WL_ECORRUPT, "region header is inconsistent");
 
   /* A file not marked ready was not made whole by web-locks (which puts
    * only whole files in place): it is refused, never initialised. */
   unlink(path);
-  m = tsegment_open(path, SIZE);
-  wl_segment_close(m);
+  m = tscope_open(path, SIZE);
+  wl_scope_close(m);
   patch(32, &zero, sizeof(zero));
   expect_open_fails(WL_ECORRUPT, "not marked ready");
   unlink(path);
@@ -238,14 +238,14 @@ static void test_hard_link_refused(void) {
 
   fresh_path();
   snprintf(other, sizeof(other), "%s.link", path);
-  m = tsegment_open(path, SIZE);
+  m = tscope_open(path, SIZE);
   ASSERT_EQ(0, link(path, other));
   expect_open_fails(-EMLINK, "has 2 names (hard links)");
-  ASSERT_EQ(-EMLINK, wl_segment_open(other, SIZE, 0600, &n, err, sizeof(err)));
+  ASSERT_EQ(-EMLINK, wl_scope_open(other, SIZE, 0600, &n, err, sizeof(err)));
   ASSERT(strstr(err, other) != NULL);
   ASSERT_EQ(0, unlink(other));
-  wl_segment_close(tsegment_open(path, SIZE));
-  wl_segment_close(m);
+  wl_scope_close(tscope_open(path, SIZE));
+  wl_scope_close(m);
   unlink(path);
 }
 
@@ -254,10 +254,10 @@ static void test_owner_and_permissions(void) {
   struct stat st;
 
   fresh_path();
-  ASSERT_EQ(0, wl_segment_open(path, SIZE, 0640, &m, err, sizeof(err)));
+  ASSERT_EQ(0, wl_scope_open(path, SIZE, 0640, &m, err, sizeof(err)));
   ASSERT_EQ(0, stat(path, &st));
   ASSERT_EQ(0640, st.st_mode & 0777);
-  wl_segment_close(m);
+  wl_scope_close(m);
   if (geteuid() == 0) {
     /* Another user's file is refused unless its owner opened it to others,
      * and this process too (a private scope trusts no one else's file). */
@@ -266,8 +266,8 @@ static void test_owner_and_permissions(void) {
     expect_open_fails(WL_EACCES, "belongs to another user (uid 12345)");
     ASSERT_EQ(0, chmod(path, 0660));
     expect_open_fails(WL_EACCES, "opened as private (mode 0600)");
-    ASSERT_EQ(0, wl_segment_open(path, SIZE, 0660, &m, err, sizeof(err)));
-    wl_segment_close(m);
+    ASSERT_EQ(0, wl_scope_open(path, SIZE, 0660, &m, err, sizeof(err)));
+    wl_scope_close(m);
   }
   unlink(path);
 
@@ -276,8 +276,8 @@ static void test_owner_and_permissions(void) {
   expect_open_fails(-ELOOP, path);
   unlink(path);
 
-  ASSERT_EQ(WL_EINVAL, wl_segment_open(path, 5000, 0600, &m, err, sizeof(err)));
-  ASSERT_EQ(WL_EINVAL, wl_segment_open(path, SIZE, 01600, &m, err, sizeof(err)));
+  ASSERT_EQ(WL_EINVAL, wl_scope_open(path, 5000, 0600, &m, err, sizeof(err)));
+  ASSERT_EQ(WL_EINVAL, wl_scope_open(path, SIZE, 01600, &m, err, sizeof(err)));
 }
 
 /* Where O_TMPFILE is not used (a path with no directory in it, or a file
@@ -294,8 +294,8 @@ static void test_made_under_a_temporary_name(void) {
   ASSERT(getcwd(cwd, sizeof(cwd)) != NULL);
   ASSERT_EQ(0, chdir("/dev/shm"));
   snprintf(base, sizeof(base), "wl-relative-%d", (int)getpid());
-  ASSERT_EQ(0, wl_segment_open(base, SIZE, 0600, &m1, err, sizeof(err)));
-  ASSERT_EQ(0, wl_segment_open(base, SIZE, 0600, &m2, err, sizeof(err)));
+  ASSERT_EQ(0, wl_scope_open(base, SIZE, 0600, &m1, err, sizeof(err)));
+  ASSERT_EQ(0, wl_scope_open(base, SIZE, 0600, &m2, err, sizeof(err)));
   ASSERT_EQ(0, stat(base, &st));
   ASSERT_EQ(1, (long long)st.st_nlink);
   ASSERT_EQ(SIZE, st.st_size);
@@ -305,8 +305,8 @@ static void test_made_under_a_temporary_name(void) {
     ASSERT(strncmp(e->d_name, base, strlen(base)) != 0 ||
            strcmp(e->d_name, base) == 0);
   closedir(d);
-  wl_segment_close(m1);
-  wl_segment_close(m2);
+  wl_scope_close(m1);
+  wl_scope_close(m2);
   unlink(base);
   ASSERT_EQ(0, chdir(cwd));
 }

@@ -1,4 +1,4 @@
-/* A damaged or hostile manager file: offsets, lengths and counts in it that
+/* A corrupt or hostile manager file: offsets, lengths and counts in it that
  * point outside the region, or lists that loop, make the operation that
  * meets them end with WL_ECORRUPT (and the handle refuse every later one),
  * never a stray memory access (this runs under ASan) or a hang. */
@@ -27,7 +27,7 @@ static wl_off_t find(wl_manager_t *m, uint32_t kind) {
   return 0;
 }
 
-typedef void (*damage_fn)(wl_manager_t *m);
+typedef void (*corrupt_fn)(wl_manager_t *m);
 
 static void far_queue_link(wl_manager_t *m) {
   wl__name_t *n = (wl__name_t *)(m->base + find(m, WL__NAME));
@@ -63,23 +63,23 @@ static void far_free_list(wl_manager_t *m) {
     WL__HDR(m)->free[c] = SIZE * 8;
 }
 
-/* Holds x, queues another request on it, damages the file through one
+/* Holds x, queues another request on it, corrupts the file through one
  * handle, then works through another. */
-static void expect_corrupt_after(const char *what, damage_fn damage) {
+static void expect_corrupt_after(const char *what, corrupt_fn corruption) {
   wl_manager_t *m1, *m2;
   wl_agent_t a, b;
   wl_request_t h, w, v;
   wl_snapshot_t snap;
   int rc[4];
 
-  tshm_path(path, sizeof(path), "damage");
-  m1 = tsegment_open(path, SIZE);
+  tshm_path(path, sizeof(path), "corruption");
+  m1 = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m1, &a, ID("a"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &h, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(0, wl_request(&a, &w, NAME("x"), WL_EXCLUSIVE, 0));
-  m2 = tsegment_open(path, SIZE);
+  m2 = tscope_open(path, SIZE);
   ASSERT_EQ(0, wl_agent_init(m2, &b, ID("b"), tignore_notify));
-  damage(m1);
+  corruption(m1);
   rc[0] = wl_snapshot(m2, &snap);
   if (rc[0] == 0)
     wl_snapshot_free(&snap);
@@ -88,21 +88,21 @@ static void expect_corrupt_after(const char *what, damage_fn damage) {
   rc[3] = wl_release(&h);
   if (rc[0] != WL_ECORRUPT && rc[1] != WL_ECORRUPT && rc[2] != WL_ECORRUPT &&
       rc[3] != WL_ECORRUPT) {
-    fprintf(stderr, "%s: no operation reported the damage (%d %d %d %d)\n",
+    fprintf(stderr, "%s: no operation reported the corruption (%d %d %d %d)\n",
             what, rc[0], rc[1], rc[2], rc[3]);
     ASSERT(0);
   }
-  /* Once damaged, a handle refuses everything. */
+  /* Once corrupt, a handle refuses everything. */
   ASSERT_EQ(WL_ECORRUPT, wl_request(&b, &v, NAME("z"), WL_SHARED, 0));
   printf("  %s: reported\n", what);
   wl_agent_close(&a);
   wl_agent_close(&b);
-  wl_segment_close(m1);
-  wl_segment_close(m2);
+  wl_scope_close(m1);
+  wl_scope_close(m2);
   unlink(path);
 }
 
-static void test_damaged_files(void) {
+static void test_corrupt_files(void) {
   expect_corrupt_after("a queue link far outside the region", far_queue_link);
   expect_corrupt_after("a request's agent outside the region", far_agent);
   expect_corrupt_after("a client id longer than its record", long_client_id);
@@ -114,6 +114,6 @@ static void test_damaged_files(void) {
 }
 
 int main(void) {
-  RUN(test_damaged_files);
+  RUN(test_corrupt_files);
   return 0;
 }

@@ -9,6 +9,7 @@ const path = require('path')
 const { randomUUID } = require('crypto')
 const { domException, realmError, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
 const { agentOf, nativeBackend } = require('./manager-process.js')
+const { checkScope, openFailure } = require('./options.js')
 
 const DEFAULT_DIR = '/dev/shm'
 const DEFAULT_SIZE = 16 * 1024 * 1024
@@ -16,19 +17,6 @@ const DEFAULT_MODE = 0o600
 const PAGE = 4096
 const MIN_SIZE = 2 * PAGE
 const MAX_SIZE = 2 ** 40
-const SCOPE_MAX = 100
-
-// Letters, digits, '.', '_' and '-': a file name that cannot leave its
-// directory once prefixed (even '..' becomes 'web-locks...').
-function isScope (value) {
-  if (typeof value !== 'string' || value.length === 0 || value.length > SCOPE_MAX) return false
-  for (let i = 0; i < value.length; i++) {
-    const c = value[i]
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-      c === '.' || c === '_' || c === '-')) return false
-  }
-  return true
-}
 
 // What in a string that reaches C as a path would make C name another file
 // than the one asked for: a NUL ends it there (Node's fs refuses such a path
@@ -46,25 +34,21 @@ function misreadInC (value) {
   return null
 }
 
-function fail (message) {
-  return `Failed to execute 'openLockManager': ${message}`
-}
-
 // The options of openLockManager(scope, options), read once each.
-function toHostOptions (options) {
+function toMachineOptions (options) {
   if (options === undefined || options === null) return { dir: DEFAULT_DIR, size: DEFAULT_SIZE, mode: DEFAULT_MODE }
   if (typeof options !== 'object' && typeof options !== 'function') {
-    throw new SafeTypeError(fail('the options must be an object.'))
+    throw new SafeTypeError(openFailure('the options must be an object.'))
   }
   const { dir = DEFAULT_DIR, size = DEFAULT_SIZE, mode = DEFAULT_MODE } = options
-  if (typeof dir !== 'string' || dir.length === 0) throw new SafeTypeError(fail('the dir option must be a non-empty string.'))
+  if (typeof dir !== 'string' || dir.length === 0) throw new SafeTypeError(openFailure('the dir option must be a non-empty string.'))
   const misread = misreadInC(dir)
-  if (misread !== null) throw new SafeTypeError(fail(`the dir option must not contain ${misread}.`))
+  if (misread !== null) throw new SafeTypeError(openFailure(`the dir option must not contain ${misread}.`))
   if (typeof size !== 'number' || !Number.isInteger(size) || size < MIN_SIZE || size > MAX_SIZE || size % PAGE !== 0) {
-    throw new SafeRangeError(fail(`the size option must be a whole number of ${PAGE}-byte pages from ${MIN_SIZE} to ${MAX_SIZE}.`))
+    throw new SafeRangeError(openFailure(`the size option must be a whole number of ${PAGE}-byte pages from ${MIN_SIZE} to ${MAX_SIZE}.`))
   }
   if (typeof mode !== 'number' || !Number.isInteger(mode) || mode < 0 || (mode & ~0o666) !== 0) {
-    throw new SafeRangeError(fail('the mode option must be permission bits within 0o666.'))
+    throw new SafeRangeError(openFailure('the mode option must be permission bits within 0o666.'))
   }
   return { dir, size, mode }
 }
@@ -73,16 +57,16 @@ function quotaExceeded (file) {
   return domException(`The lock manager in ${file} is full.`, 'QuotaExceededError')
 }
 
-function damaged (file) {
-  const error = new Error(`web-locks: the lock manager in ${file} is damaged; remove the file once no process uses it.`)
+function corruptError (file) {
+  const error = new Error(`web-locks: the lock manager in ${file} is corrupt; remove the file once no process uses it.`)
   error.code = 'ECORRUPT'
   return error
 }
 
 // This copy's backend (see manager-process.js) for the thread's agent of
 // the manager in agent.file, which every copy of lib/ on the thread shares
-// (openHost); its errors are made in this copy's realm.
-function hostBackend (binding, agent) {
+// (openMachine); its errors are made in this copy's realm.
+function machineBackend (binding, agent) {
   const { scopeRequest, release, abort, scopeQuery, close } = binding
   const { handle, file } = agent
   const backend = nativeBackend(binding, {
@@ -93,42 +77,40 @@ function hostBackend (binding, agent) {
     close: () => close(handle),
     translate (error) {
       if (error !== null && typeof error === 'object' && error.code === 'ENOMEM') return quotaExceeded(file)
-      if (error !== null && typeof error === 'object' && error.code === 'ECORRUPT') return damaged(file)
+      if (error !== null && typeof error === 'object' && error.code === 'ECORRUPT') return corruptError(file)
       return realmError(error)
     }
   }, agent)
   backend.file = file
-  backend.failure = () => damaged(file)
+  backend.failure = () => corruptError(file)
   return backend
 }
 
 // Where the scope's manager lives, and how to create it: { file, size,
 // mode }. Throws a TypeError or RangeError for bad arguments.
-function hostTarget (scope, options) {
-  if (!isScope(scope)) {
-    throw new SafeTypeError(fail(`the scope must be 1 to ${SCOPE_MAX} letters, digits, '.', '_' or '-'.`))
-  }
-  const { dir, size, mode } = toHostOptions(options)
+function machineTarget (scope, options) {
+  checkScope(scope)
+  const { dir, size, mode } = toMachineOptions(options)
   return { file: path.join(path.resolve(dir), `web-locks.${scope}`), size, mode }
 }
 
 // Opens this thread's agent of the manager in target.file: { handle,
-// file, closed }, for hostBackend. Throws an Error
+// file, closed }, for machineBackend. Throws an Error
 // whose code says what is wrong with the file and whose message names it,
 // or a NotSupportedError from a build without the machine-wide manager (any
-// platform but Linux, or WEB_LOCKS_NO_SHARED at install: binding.gyp).
-function openHost (binding, { file, size, mode }) {
+// platform but Linux, or WEB_LOCKS_NO_MACHINE at install: binding.gyp).
+function openMachine (binding, { file, size, mode }) {
   if (typeof binding.open !== 'function') {
     // On Linux, only a build asked for without it lacks it.
     const why = process.platform === 'linux'
-      ? 'it was built with WEB_LOCKS_NO_SHARED set; to have it, remove node_modules/web-locks/build and, without that variable, run: npm rebuild web-locks'
+      ? 'it was built with WEB_LOCKS_NO_MACHINE set; to have it, remove node_modules/web-locks/build and, without that variable, run: npm rebuild web-locks'
       : 'it needs Linux'
-    throw domException(fail(`this build of web-locks has no machine-wide lock manager (${why}).`), 'NotSupportedError')
+    throw domException(openFailure(`this build of web-locks has no machine-wide lock manager (${why}).`), 'NotSupportedError')
   }
   // Bun aborts the process when an addon polls a descriptor (uv_poll_init),
   // which is how another process wakes this one.
   if (process.versions.bun !== undefined) {
-    throw domException(fail('the machine-wide lock manager does not run under Bun (it has no uv_poll for addons).'), 'NotSupportedError')
+    throw domException(openFailure('the machine-wide lock manager does not run under Bun (it has no uv_poll for addons).'), 'NotSupportedError')
   }
   let handle
   try {
@@ -139,4 +121,4 @@ function openHost (binding, { file, size, mode }) {
   return agentOf(handle, file)
 }
 
-module.exports = { hostTarget, openHost, hostBackend, isScope, SCOPE_MAX }
+module.exports = { machineTarget, openMachine, machineBackend }

@@ -17,7 +17,7 @@ const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 
 const linux = process.platform === 'linux';
 // glibc's robust mutex keeps its holder's TID in its first word, which is at
-// this offset of the scope's file (src/os/linux/file.c, wl__seg_t).
+// this offset of the scope's file (src/os/linux/file.c, wl__file_t).
 const glibc = linux && Boolean(process.report.getReport().header.glibcVersionRuntime);
 const MUTEX_OFFSET = 40;
 const KILLS = 8;

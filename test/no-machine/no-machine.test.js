@@ -1,7 +1,7 @@
 'use strict';
 // The addon built without the machine-wide manager, as it is on every
-// platform but Linux (test/tools/no-shared.sh installs it so on Linux, with
-// WEB_LOCKS_NO_SHARED, and runs this file, and the process-wide suites,
+// platform but Linux (test/tools/no-machine.sh installs it so on Linux, with
+// WEB_LOCKS_NO_MACHINE, and runs this file, and the process-wide suites,
 // against it): openLockManager()
 // rejects with a NotSupportedError, and the process-wide manager works.
 const assert = require('node:assert/strict');
@@ -12,13 +12,13 @@ describe('a build without the machine-wide manager', function () {
     const { openLockManager } = api();
     let p;
     assert.doesNotThrow(() => { p = openLockManager('scope'); });
-    // On Linux, only WEB_LOCKS_NO_SHARED makes such a build: the error says so.
-    const why = process.platform === 'linux' ? /built with WEB_LOCKS_NO_SHARED set/ : /it needs Linux/;
+    // On Linux, only WEB_LOCKS_NO_MACHINE makes such a build: the error says so.
+    const why = process.platform === 'linux' ? /built with WEB_LOCKS_NO_MACHINE set/ : /it needs Linux/;
     await assert.rejects(p, (err) => err instanceof DOMException && err.name === 'NotSupportedError' && why.test(err.message));
   });
 
   it('still has the process-wide manager', async function () {
     const { locks } = api();
-    assert.equal(await locks.request('no-shared', (lock) => lock.mode), 'exclusive');
+    assert.equal(await locks.request('no-machine', (lock) => lock.mode), 'exclusive');
   });
 });

@@ -1,7 +1,7 @@
 'use strict';
 // openLockManager(scope) where it is really used: cron jobs that open and
 // close a scope in a loop, users of one group sharing a scope, a container's
-// small /dev/shm, a file damaged or redirected while processes use it. Each
+// small /dev/shm, a file corrupt or redirected while processes use it. Each
 // case runs in real processes (a hang or a crash is the failure), and one
 // that needs root, another user or a mount namespace makes them itself and
 // is pending with the reason where it cannot.
@@ -212,13 +212,13 @@ function pending(context, reason) {
     assert.deepEqual([r.signal, r.code, r.out], [null, 0, 'QuotaExceededError true\ntrue\nafter\nagain\n'], r.err);
   });
 
-  it('a file found damaged while locks are held and awaited: every request rejects with ECORRUPT, no error escapes, and the process ends by itself', async function () {
+  it('a file found corrupt while locks are held and awaited: every request rejects with ECORRUPT, no error escapes, and the process ends by itself', async function () {
     const r = await runNode(`
       const fs = require('node:fs');
       const { openLockManager } = require(PKG);
       const outcome = (p) => p.then((v) => 'resolved ' + v, (e) => typeof e.code === 'string' ? e.code : e.name);
       (async () => {
-        const m = await openLockManager('damaged', { dir: DIR });
+        const m = await openLockManager('corrupt', { dir: DIR });
         let releaseHeld;
         let granted;
         const ready = new Promise((resolve) => { granted = resolve; });
@@ -227,7 +227,7 @@ function pending(context, reason) {
         const waiting = m.request('x', () => 'waiting ran');
         const controller = new AbortController();
         const aborted = m.request('x', { signal: controller.signal }, () => 'aborted ran');
-        const fd = fs.openSync(DIR + '/web-locks.damaged', 'r+');
+        const fd = fs.openSync(DIR + '/web-locks.corrupt', 'r+');
         const three = Buffer.alloc(8);
         three.writeBigUInt64LE(3n);
         fs.writeSync(fd, three, 0, 8, ${BUCKETS_AT});
