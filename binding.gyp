@@ -18,7 +18,8 @@
         }],
         ["wl_machine == 1", {
           "sources": [
-            "src/core/machine.c", "src/core/recover.c", "src/os/linux/file.c",
+            "src/core/machine.c", "src/core/recover.c", "src/core/scope.c", "src/core/owners.c",
+            "src/os/linux/file.c",
             "src/os/linux/life.c", "src/os/linux/wake.c", "src/os/linux/watch.c",
             "src/binding/machine-linux.c"
           ]

@@ -310,11 +310,11 @@ static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
    * and (on failure) ended under the mutex, while no other agent can have
    * its record. */
   if (WL__MACHINE(m) &&
-      (fd = WL__MACHINE_ONLY(m, wl__wake_open(m, off, &agent->wake), -1)) <
+      (fd = WL__MACHINE_ONLY(m, wl__os_wake_open(m, &a->wake, &agent->wake), -1)) <
           0) {
     rc = fd;
   } else if (WL__MACHINE(m) && wl__is_corrupt(m)) {
-    WL__MACHINE_ONLY(m, wl__wake_close(m, agent->wake, fd), (void)0);
+    WL__MACHINE_ONLY(m, wl__os_wake_close(m, agent->wake, fd), (void)0);
     rc = WL_ECORRUPT;
   }
   if (rc != 0) {
@@ -392,7 +392,7 @@ static void wl__agent_close(wl_agent_t *agent) {
 
   if (wl__lock(m) == 0) {
     WL__MACHINE_ONLY(
-        m, wl__wake_close(m, agent->wake, agent->wake_fd), (void)0);
+        m, wl__os_wake_close(m, agent->wake, agent->wake_fd), (void)0);
     if (wl__agent_live(m, agent))
       wl__close_agent(m, agent->off);
     wl__agents_drop(m, agent);
@@ -406,7 +406,7 @@ static void wl__agent_close(wl_agent_t *agent) {
     if (rc == 0 || rc == WL__EOWNERDEAD)
       wl__os_mutex_unlock(m->mutex);
     WL__MACHINE_ONLY(
-        m, wl__wake_close(m, agent->wake, agent->wake_fd), (void)0);
+        m, wl__os_wake_close(m, agent->wake, agent->wake_fd), (void)0);
   }
   wl__table_free(&agent->requests);
 }

@@ -1,241 +1,12 @@
 /* Core internals shared by the core's own files and its C tests: the
- * region's layout (its header and the records in it) and the manager. */
+ * functions on a region and its records (core/records.h), and the
+ * machine-wide manager's parts. */
 #ifndef WL_INTERNAL_H
 #define WL_INTERNAL_H
 
 #include <string.h>
 
-#include "../os/os.h"
-
-/* GCC's builtins (atomics, branch hints, bit scans) are used throughout:
- * every compiler the package is built with (GCC, Clang, Zig's and
- * MinGW's) has them. On Windows the package is prebuilt. */
-#if !defined(__GNUC__)
-#error "web-locks builds with GCC or Clang"
-#endif
-
-/* Size classes of region blocks: class c holds 2^(c + WL__MIN_SHIFT) bytes,
- * its 16-byte header included. */
-#define WL__MIN_SHIFT 5
-#define WL__NCLASSES 40
-
-/* Every block starts with this header; a record follows it. */
-typedef struct {
-  uint16_t cls;  /* size class */
-  uint16_t kind; /* WL__FREE or the record's kind */
-  uint32_t gen;  /* bumped on every free: stale handles see the change */
-} wl__block_t;
-
-enum {
-  WL__FREE = 0,
-  WL__NAME = 1,
-  WL__AGENT = 2,
-  WL__REQUEST = 3,
-  WL__ARRAY = 4,
-  WL__OWNER = 5,
-  WL__VACANT = 6 /* an owner record no process uses (os/linux/life.c) */
-};
-
-/* A process that has a machine-wide manager open (os/linux/life.c). It holds an OFD
- * write lock on one byte of the file, at WL__LIVE_BASE + its record's
- * offset, which the kernel releases when the process dies, once its memory
- * is torn down. Sooner than that, the kernel marks `life` (a robust futex of
- * its watcher thread) and wakes the owner that watches it (os/linux/watch.c).
- * Other processes' watchers use watch, life and bell without the mutex:
- * they are read and written with atomics only. */
-typedef struct {
-  wl__link_t link;   /* in the region's owners, or vacant records */
-  wl__link_t agents; /* its agents */
-  wl_off_t watch;    /* the owner whose life its watcher watches, or 0 */
-  uint32_t life;     /* its watcher's TID, or FUTEX_OWNER_DIED; 0: none */
-  uint32_t bell;     /* bumped, and woken, whenever watch changes */
-} wl__owner_t;
-
-#define WL__LIVE_BASE ((uint64_t)1 << 48)
-
-/* The longest path of a machine-wide manager's file. */
-#define WL__PATH_MAX 1024
-
-/* A resource name: created on first request; once it has no queued request
- * and no held lock, idle, and dropped when WL__IDLE_NAMES newer ones are or
- * when the region needs the room. */
-#define WL__IDLE_NAMES 1024
-typedef struct {
-  wl_off_t hnext;   /* hash chain */
-  wl__link_t order; /* in the table's first-use order */
-  wl__link_t ilink; /* in the region's idle names while it has no entry */
-  wl__link_t queue; /* queued requests, FIFO */
-  wl__link_t held;  /* held locks */
-  uint64_t hash;
-  uint32_t nheld;
-  uint32_t nexclusive;
-  uint32_t len;
-  uint16_t units[];
-} wl__name_t;
-
-typedef struct {
-  wl__link_t queued; /* its queued requests, in request order */
-  wl__link_t held;   /* its held locks, in grant order (the held set's) */
-  wl__link_t stolen; /* its stolen requests, until it releases them */
-  wl__link_t mail;   /* its requests with undelivered events */
-  wl__link_t olink;  /* in its owner's agents (a machine-wide manager's) */
-  /* Its wl_agent_t: an index into its process's table (wl_manager_t.agents);
-   * in the process-wide manager, the address (see HANDLE_OF, core/algorithms-inl.h). */
-  uint64_t local;
-  wl_off_t owner;    /* its owner's record; 0 in the process-wide manager */
-  /* Its FIFO's number, drawn at random (os/linux/wake.c); 0 while it has
-   * none, and in the process-wide manager. */
-  uint64_t wake;
-  uint32_t closing;  /* wl_agent_close() runs: no mail, no notify */
-  uint32_t client_id_len;
-  char client_id[WL_CLIENT_ID_MAX];
-} wl__agent_t;
-
-/* A request's state. IDLE: made (not yet queued), or unavailable. */
-enum { WL__IDLE = 0, WL__QUEUED = 1, WL__HELD = 2, WL__STOLEN = 3 };
-
-/* The ground truth of a machine-wide manager: its request records. Every list
- * that links them can be rebuilt from their state, names, agents and keys
- * (core/recover.c), which are written before the state that publishes them. */
-typedef struct {
-  wl__link_t qlink; /* in its name's queue when queued, held list when held */
-  wl__link_t alink; /* in its agent's queued, held or stolen list */
-  wl__link_t mlink; /* in its agent's mail when it has events */
-  wl_off_t agent;
-  wl_off_t name;
-  /* Its wl_request_t: an index into its agent's table (wl_agent_t.requests);
-   * in the process-wide manager, the address. */
-  uint64_t local;
-  /* Its stamp when made, negated for a steal: its place in its name's queue
-   * (a steal goes first), and as |qkey| in its agent's (request order). */
-  int64_t qkey;
-  /* Its fencing token: the manager's grant counter when it was granted,
-   * so also its place in the held set (grant order); 0 until then. */
-  uint64_t token;
-  uint64_t mkey; /* place in its agent's mail */
-  /* Not char-sized: a store through a char type may alias anything. */
-  uint16_t mode;
-  uint16_t state;
-  uint16_t events;
-} wl__req_t;
-
-/* Publishes a record's state after the fields it makes meaningful, so that a
- * process killed between two stores leaves either the old or the new state
- * in place, never a state without its keys. */
-#define WL__PUBLISH(field, value) __atomic_store_n(&(field), (value), __ATOMIC_RELEASE)
-
-/* Named points where a test build (WL_FAULTS) can kill the process, to
- * prove that the next process to take the mutex finds a consistent state. */
-#ifdef WL_FAULTS
-extern void (*wl__fault_hook)(const char *point);
-#define WL__FAULT(point) (wl__fault_hook != NULL ? wl__fault_hook(point) : (void)0)
-#else
-#define WL__FAULT(point) ((void)0)
-#endif
-
-/* The region's header, at offset 0. */
-typedef struct {
-  uint64_t size; /* bytes the region may use */
-  uint64_t used; /* bytes handed out so far, from the start */
-  wl_off_t free[WL__NCLASSES];
-  uint64_t seed;  /* of the names' hash, shared by every user of the region */
-  uint64_t stamp; /* the last order key handed out */
-  /* The last fencing token handed out, one per grant. Released grants leave
-   * no record to derive it from: recovery keeps it, and only raises it. */
-  uint64_t grants;
-  /* The table of names: chained hashing, plus first-use order. */
-  wl_off_t buckets; /* a WL__ARRAY block of nbuckets offsets, or 0 */
-  uint64_t nbuckets;
-  uint64_t count;
-  wl__link_t order;
-  /* Names with no entry left, kept (the oldest dropped first, all of them
-   * when the region is full) so that a name used again and again costs no
-   * table work; no algorithm can tell. */
-  wl__link_t idle;
-  uint64_t nidle;
-  wl__link_t owners; /* of a machine-wide manager */
-  /* Owner records no process uses, kept for owners only: a watcher that
-   * still acts on one it watched writes only into an owner's life word. */
-  wl__link_t vacant;
-  /* Set once any process finds the region corrupt: every process then
-   * refuses it (WL_ECORRUPT), never working on lists another found bad. */
-  uint32_t corrupt;
-} wl__hdr_t;
-
-/* An open write end of another process's agent's FIFO (os/linux/wake.c). */
-#define WL__WAKERS 32
-typedef struct {
-  uint64_t wake; /* the FIFO's number: no other agent ever has it */
-  int fd1;       /* its descriptor + 1; 0 when none */
-} wl__waker_t;
-
-struct wl_manager_s {
-  wl__os_mutex_t *mutex; /* the process's own, or in a shared file */
-  char *base;             /* the region */
-  /* Of types that no store into the region (uint64_t, uint32_t) can alias,
-   * so that the compiler keeps them in registers across those stores. */
-  /* Its size, as checked when it was mapped. */
-  unsigned long long capacity;
-  /* How much of it may be touched: for the process-wide manager, what the
-   * OS layer has committed (all of it, but on Windows: wl__commit); for a
-   * shared one, what this process has had reserved (wl__reserve),
-   * which covers every block, so that no access under the mutex, whatever
-   * offset the file holds, faults on a page a full file system could not
-   * give. Raised under the mutex. */
-  unsigned long long limit;
-  unsigned long long steps; /* capacity / 32 + 2: see WL__STEPS */
-  /* An offset pointed outside it, or the mutex was found unusable. Set
-   * with or without the mutex, read without it, by any thread (a sweeper's
-   * included): only through wl__mark_corrupt and wl__is_corrupt. */
-  _Bool corrupt;
-  _Bool announced; /* the corruption was told to the agents (wl__announce) */
-  /* Mapped by other processes too: its offsets are checked. The process's
-   * own region is written by this code alone and is not. */
-  _Bool machine;
-  uint64_t scratch[64];   /* what a bad offset reads and writes instead */
-  /* This process's owner record (0 in the process-wide manager): it tells
-   * its agents, notified directly, from other processes', woken through
-   * their FIFOs (os/linux/wake.c). */
-  wl_off_t self;
-  /* This process's agents of a machine-wide manager, by the index their records
-   * carry. Changed under the manager's mutex (a corrupt manager's agent
-   * leaving waits for it too) and agents_mutex; read under either: notify
-   * holds the mutex, and a corrupt manager's agents are told under
-   * agents_mutex alone (wl__tell_agents). */
-  wl__table_t agents;
-  wl__os_mutex_t agents_mutex;
-  int probe_fd; /* a second open file, to test other owners' locks */
-  struct wl__watch_s *watcher; /* its watcher and sweeper threads */
-  /* Its file's permission bits and group (read once, when it was opened),
-   * for the agents' FIFOs. */
-  unsigned mode;
-  uint32_t gid;
-  char path[WL__PATH_MAX];
-  /* A machine-wide manager's mapping of its file (os/linux/file.c). */
-  void *map;
-  uint64_t map_size;
-  /* Its repair's work memory, reserved with the mapping (wl__work_size). */
-  void *work;
-  uint64_t work_size;
-  int fd;
-  wl__waker_t wakers[WL__WAKERS]; /* used under the mutex */
-};
-
-#define WL__HDR(m) ((wl__hdr_t *)(m)->base)
-#define wl__off_of(m, ptr) ((wl_off_t)((char *)(ptr) - (m)->base))
-
-/* Every offset read from a shared region goes through here. One that points
- * outside the region (a corrupt or hostile file) marks the manager corrupt
- * and yields a blank scratch record instead, so that the operation ends
- * without a stray access and reports WL_ECORRUPT. */
-#define WL__COLD __attribute__((cold, noinline))
-#define WL__UNLIKELY(x) __builtin_expect(!!(x), 0)
-
-/* Keeps a value read from a shared region as read: the compiler may not read
- * the region again for it, where another process may have changed it since
- * it was checked (as the Linux kernel's OPTIMIZER_HIDE_VAR). Every value
- * that a check lets through is read once, into a variable, and hidden. */
-#define WL__HIDE(v) __asm__("" : "+r"(v))
+#include "records.h"
 
 /* wl__corrupt is called under the mutex: its scratch record is the mutex
  * holder's. Without the mutex, the manager is only marked (wl__mark_corrupt),
@@ -257,7 +28,11 @@ static inline int wl__is_corrupt(wl_manager_t *m) {
 #define WL__MACHINE(m) 1
 #endif
 
-/* One unsigned compare: off in [16, limit - bytes] (a region is always
+/* Every offset read from a shared region goes through here. One that points
+ * outside the region (a corrupt or hostile file) marks the manager corrupt
+ * and yields a blank scratch record instead, so that the operation ends
+ * without a stray access and reports WL_ECORRUPT.
+ * One unsigned compare: off in [16, limit - bytes] (a region is always
  * larger than a record plus its block header), and 8-aligned, as every
  * record and link is (a misaligned atomic faults on some processors). */
 static inline void *wl__rec(wl_manager_t *m, wl_off_t off, uint64_t bytes) {
@@ -401,7 +176,7 @@ static inline int wl__class_of(uint64_t bytes) {
 int wl__commit(wl_manager_t *m, uint64_t upto);
 /* Has the file system reserve a machine-wide manager's region up to `upto`
  * bytes, before anything is stored there, and raises the limit to it
- * (os/linux/file.c): 0, or WL_ENOMEM when it has no room left. */
+ * (core/scope.c): 0, or WL_ENOMEM when it has no room left. */
 int wl__reserve(wl_manager_t *m, uint64_t upto);
 /* Makes room for the region to use `upto` bytes, whichever its kind. */
 static inline int wl__grow(wl_manager_t *m, uint64_t upto) {
@@ -479,7 +254,7 @@ static inline void wl__free(wl_manager_t *m, wl_off_t rec) {
 
 /* Tells everyone that a machine-wide manager is corrupt, once, under its mutex:
  * marks its region corrupt for every process and wakes every agent it can
- * find in other processes, then wl__tell_agents (os/linux/life.c). */
+ * find in other processes, then wl__tell_agents (core/owners.c). */
 WL__COLD void wl__announce(wl_manager_t *m);
 /* Notifies every agent of this process, with or without the mutex: the
  * corruption reaches them through wl_agent_status(). */
@@ -520,53 +295,26 @@ static inline void wl__unlock(wl_manager_t *m) {
 }
 int wl__recover(wl_manager_t *m);
 /* How much memory wl__recover works in, for a region of `capacity` bytes:
- * reserved when a machine-wide manager is opened (os/linux/file.c), so that a
+ * reserved when a machine-wide manager is opened (core/scope.c), so that a
  * repair never asks for memory that it may not get. */
 uint64_t wl__work_size(uint64_t capacity);
-/* Marks a machine-wide manager's robust mutex consistent again, once its state is
- * repaired (os/linux/file.c). */
-void wl__mutex_consistent(wl_manager_t *m);
-/* A number no one can predict, never 0 (no FIFO), or an error code: for the
- * names of FIFOs and of a file being made (os/linux/wake.c). */
-int wl__draw(uint64_t *number);
-/* An agent's FIFO (os/linux/wake.c), named by a number drawn at random and
- * kept in its record (`wake`), which no other agent has: made and opened
- * for reading (the fd, or an error code; the number in *wake, 0 if none),
- * closed and removed, and written to wake its thread. */
-int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint64_t *wake);
-void wl__wake_close(wl_manager_t *m, uint64_t wake, int fd);
-void wl__wake(wl_manager_t *m, wl_off_t agent);
-/* FIFOs of this process's user beside the file, left by agents that died:
- * up to max numbers of those that no process reads, gathered without the
- * mutex; then, under it, those that still have no reader are removed. */
-#define WL__ORPHANS 64
-unsigned wl__wake_orphans(const wl_manager_t *m, uint64_t *wake,
-                          unsigned max);
-void wl__wake_reap(wl_manager_t *m, const uint64_t *wake, unsigned n);
-/* Closes the write ends that wl__wake keeps open. */
-void wl__wakers_close(wl_manager_t *m);
 
-/* This process's owner record, under the mutex (os/linux/life.c). Opening starts
- * its watcher (wl__watch_start); closing stops it, so the sweeper must be
- * stopped first (wl__watch_stop_sweeper, without the mutex). */
+/* What the machine-wide manager asks of the OS: its file, its mutex, proof
+ * of life, wake-ups and the death watch. */
+#include "../os/machine.h"
+
+/* Wakes an agent of another process (core/owners.c). */
+void wl__wake(wl_manager_t *m, wl_off_t agent);
+/* This process's owner record, under the mutex (core/owners.c). Opening
+ * starts its death watch; closing stops it, so the sweeper must be stopped
+ * first (wl__os_watch_stop_sweeper, without the mutex). */
 int wl__owner_open(wl_manager_t *m);
 void wl__owner_close(wl_manager_t *m);
 /* Ends, as spec 2.6 says, every agent of every owner that has died. */
 void wl__sweep(wl_manager_t *m);
-
-/* Prompt notice of deaths (os/linux/watch.c). Starts, under the mutex, the
- * threads that watch for the owner after `self` to die and sweep then;
- * `self`'s life holds the watcher's TID when it returns 0. */
-int wl__watch_start(wl_manager_t *m, wl_off_t self);
-/* Stops the sweeper (never under the mutex: it may be waiting for it), then
- * the watcher, which lets go of its life word; either may run first. */
-void wl__watch_stop_sweeper(wl_manager_t *m);
-void wl__watch_stop(wl_manager_t *m);
 /* Under the mutex: each owner watches the next, the last the first; `all`
- * rings every bell, after a recovery. */
+ * tells every watcher again, after a recovery. */
 void wl__ring(wl_manager_t *m, int all);
-/* Whether an owner's life word says its watcher is gone. */
-int wl__life_ended(wl_manager_t *m, wl_off_t o);
 
 /* A 64-bit finalizer, for seeds and hashes. */
 static inline uint64_t wl__fmix(uint64_t k) {

@@ -427,7 +427,7 @@ int wl__recover(wl_manager_t *m) {
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__AGENT &&
         !wl__linked(m, AT(bl.recs[i], wl__agent_t, olink))) {
-      wl__wake_close(m, AGENT(m, bl.recs[i])->wake, -1);
+      wl__os_wake_close(m, AGENT(m, bl.recs[i])->wake, -1);
       wl__machine_ops.close_agent(m, bl.recs[i]);
       bl.kinds[i] = WL__FREE;
     }
@@ -468,7 +468,7 @@ WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
     wl__unlock(m);
     return WL_ECORRUPT;
   }
-  wl__mutex_consistent(m);
+  wl__os_mutex_consistent(m->mutex);
   wl__sweep(m);
   return 0;
 }

@@ -7,7 +7,9 @@
 #ifndef WL_OS_H
 #define WL_OS_H
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../core/wl.h"
 
@@ -24,7 +26,7 @@
 
 /* A mutex of this process's threads. Initialising one: 0 or WL_ENOMEM.
  * Taking one returns 0, or, for a machine-wide manager's robust mutex (Linux:
- * os/linux/file.c), WL__EOWNERDEAD when its holder died holding it (it
+ * os/machine.h), WL__EOWNERDEAD when its holder died holding it (it
  * is then held, and its state is to be repaired) or WL_ECORRUPT when it can
  * no longer be taken (it is then not held). */
 int wl__os_mutex_init(wl__os_mutex_t *mu);
@@ -64,5 +66,21 @@ uint64_t wl__os_page_size(void);
 /* Bits that differ from process to process and from run to run, to seed
  * the hash of names, which may come from untrusted input. */
 uint64_t wl__os_entropy(void);
+
+/* Writes a message into err (unless errlen is 0) and returns rc: how the
+ * machine-wide manager's opening says what went wrong, in its words and
+ * the OS layer's. */
+__attribute__((format(printf, 4, 5))) static inline int
+wl__say(char *err, size_t errlen, int rc, const char *fmt,
+                          ...) {
+  va_list ap;
+
+  if (errlen > 0) {
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return rc;
+}
 
 #endif

@@ -17,7 +17,7 @@
 
 #define SIZE (1 << 20)
 /* The file's ready word: after its magic, layout, ABI, size and region
- * offset (os/linux/file.c). */
+ * offset (core/scope.c). */
 #define READY_AT 32
 
 static char path[128];

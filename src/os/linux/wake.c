@@ -34,11 +34,12 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../core/internal.h"
+#include "../machine.h"
 
 #define WL__FIFO_PATH_MAX (WL__PATH_MAX + 24)
 /* Names drawn before giving up: each is taken with odds of 2^-64 unless
@@ -51,7 +52,7 @@ static int wl__fifo_path(const wl_manager_t *m, uint64_t wake, char *buf,
   return n < 0 || (size_t)n >= len ? WL_EINVAL : 0;
 }
 
-int wl__draw(uint64_t *wake) {
+int wl__os_draw(uint64_t *wake) {
   do {
     while (getrandom(wake, sizeof(*wake), 0) != (ssize_t)sizeof(*wake)) {
       if (errno != EINTR)
@@ -87,13 +88,12 @@ static int wl__fifo_own(const wl_manager_t *m, int fd) {
 
 /* Under the mutex. The number is in the record before the FIFO exists, so
  * that a sweep after this process dies at any point here removes it. */
-int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint64_t *wake) {
-  uint64_t *stored = &WL__REC(m, agent, wl__agent_t)->wake;
+int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake) {
   char path[WL__FIFO_PATH_MAX];
   int fd, rc = -EEXIST, tries;
 
   for (tries = 0; tries < WL__FIFO_TRIES && rc == -EEXIST; tries++) {
-    if ((rc = wl__draw(wake)) != 0)
+    if ((rc = wl__os_draw(wake)) != 0)
       return rc;
     __atomic_store_n(stored, *wake, __ATOMIC_RELAXED);
     if ((rc = wl__fifo_path(m, *wake, path, sizeof(path))) != 0)
@@ -125,7 +125,7 @@ int wl__wake_open(wl_manager_t *m, wl_off_t agent, uint64_t *wake) {
  * reads: a killed process's lock on the file is released (and its agents
  * swept) before its FIFOs are closed. In a sticky directory no other user
  * can put another file at the name in between. */
-void wl__wake_close(wl_manager_t *m, uint64_t wake, int fd) {
+void wl__os_wake_close(wl_manager_t *m, uint64_t wake, int fd) {
   char path[WL__FIFO_PATH_MAX];
   struct stat st;
 
@@ -138,7 +138,7 @@ void wl__wake_close(wl_manager_t *m, uint64_t wake, int fd) {
 
 /* Whether the FIFO at name has no reader (ENXIO): only those are gathered,
  * so that live agents' FIFOs, however many, take no place among the
- * WL__ORPHANS; wl__wake_reap asks again under the mutex. */
+ * WL__ORPHANS; wl__os_wake_reap asks again under the mutex. */
 static int wl__unread(int dir, const char *name) {
   int fd = openat(dir, name, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 
@@ -155,8 +155,8 @@ static int wl__unread(int dir, const char *name) {
  * has no reader. The names are gathered without the mutex (a directory may
  * be long), and tested and removed under it, when no agent of this file is
  * between making its FIFO and opening it. */
-unsigned wl__wake_orphans(const wl_manager_t *m, uint64_t *wake,
-                          unsigned max) {
+unsigned wl__os_wake_orphans(const wl_manager_t *m, uint64_t *wake,
+                             unsigned max) {
   char dir[WL__PATH_MAX];
   const char *slash = strrchr(m->path, '/'), *base;
   struct dirent *e;
@@ -191,7 +191,7 @@ unsigned wl__wake_orphans(const wl_manager_t *m, uint64_t *wake,
 }
 
 /* Under the mutex. */
-void wl__wake_reap(wl_manager_t *m, const uint64_t *wake, unsigned n) {
+void wl__os_wake_reap(wl_manager_t *m, const uint64_t *wake, unsigned n) {
   char path[WL__FIFO_PATH_MAX];
   unsigned i;
   int fd;
@@ -229,13 +229,11 @@ static int wl__open_fifo(const char *path) {
   return fd;
 }
 
-void wl__wake(wl_manager_t *m, wl_off_t agent) {
-  wl__waker_t *w = &m->wakers[(agent >> 4) % WL__WAKERS];
-  uint64_t wake = WL__REC(m, agent, wl__agent_t)->wake;
+void wl__os_wake(wl_manager_t *m, wl_off_t slot, uint64_t wake) {
+  wl__waker_t *w = &m->wakers[(slot >> 4) % WL__WAKERS];
   char path[WL__FIFO_PATH_MAX];
   int fd;
 
-  WL__HIDE(wake);
   if (w->fd1 != 0 && w->wake == wake && wl__knock(w->fd1 - 1) == 0)
     return;
   if (wake == 0 || wl__fifo_path(m, wake, path, sizeof(path)) != 0)
@@ -250,7 +248,7 @@ void wl__wake(wl_manager_t *m, wl_off_t agent) {
   w->fd1 = fd + 1;
 }
 
-void wl__wakers_close(wl_manager_t *m) {
+void wl__os_wakers_close(wl_manager_t *m) {
   size_t i;
 
   for (i = 0; i < WL__WAKERS; i++) {

@@ -8,9 +8,9 @@
  * waiting on it (if FUTEX_WAITERS is set).
  *
  * Owners watch each other in a ring: each owner's watcher waits on the life
- * word of the owner after it (wl__ring). When that owner dies, the watcher
+ * word of the owner after it (wl__ring, core/owners.c). When that owner dies, the watcher
  * asks its process's sweeper thread to sweep, which ends the dead owner's
- * agents (wl__sweep) and mends the ring.
+ * agents (the sweep it was started with) and mends the ring.
  *
  * A watcher waits with futex_waitv on two words at once: its own bell, which
  * whoever changes its target rings, and its target's life. A FUTEX_WAIT on
@@ -39,7 +39,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../../core/internal.h"
+#include "../machine.h"
 
 /* futex_waitv (Linux 5.16) has number 449 on every architecture; libc
  * headers older than it (musl 1.2.3's) do not name it. */
@@ -51,13 +51,13 @@
 #endif
 
 #define SEQ __ATOMIC_SEQ_CST
-#define OWNER(m, off) WL__REC(m, off, wl__owner_t)
 
 typedef struct wl__watch_s wl__watch_t;
 
 struct wl__watch_s {
   wl_manager_t *m;
   wl__owner_t *self; /* this process's owner record */
+  int (*sweep)(wl_manager_t *m);
   pthread_t watcher, sweeper;
   int swept;      /* the sweeper has been joined */
   uint32_t ready; /* the watcher holds its life word, or failed (rc) */
@@ -99,34 +99,16 @@ static int wl__wait2(uint32_t *a, uint32_t va, uint32_t *b, uint32_t vb) {
  * FUTEX_OWNER_DIED), stopped, or never started. */
 static int wl__ended(uint32_t life) { return (life & FUTEX_TID_MASK) == 0; }
 
-int wl__life_ended(wl_manager_t *m, wl_off_t o) {
-  return wl__ended(__atomic_load_n(&OWNER(m, o)->life, SEQ));
+int wl__os_life_ended(const wl__owner_t *o) {
+  return wl__ended(__atomic_load_n(&o->life, SEQ));
 }
 
-/* Walks the owners backwards, so that an owner's new target gets its new
- * watcher before its old watcher lets go of it: a process killed between
- * two steps leaves every live owner watched (the one it was adding may go
- * unwatched: it dies with the killed process, which holds the mutex, and
- * the next to take it mends the ring, wl__recover). */
-void wl__ring(wl_manager_t *m, int all) {
-  wl_off_t head = wl__off_of(m, &WL__HDR(m)->owners);
-  wl_off_t first = WL__LINK(m, head)->next, at = WL__LINK(m, head)->prev;
-  uint64_t steps = WL__STEPS(m);
-
-  while (at != head && wl__step(m, &steps)) {
-    wl_off_t next = WL__LINK(m, at)->next;
-    wl__owner_t *o = OWNER(m, wl__record_of(at, wl__owner_t, link));
-    wl_off_t t = next == head ? first : next;
-
-    t = t == at ? 0 : wl__record_of(t, wl__owner_t, link);
-    if (all || __atomic_load_n(&o->watch, SEQ) != t) {
-      __atomic_store_n(&o->watch, t, SEQ);
-      __atomic_fetch_add(&o->bell, 1, SEQ);
-      wl__wake_all(&o->bell);
-      WL__FAULT("ring");
-    }
-    at = WL__LINK(m, at)->prev;
-  }
+/* Rung whenever the target changes: whoever changes it stores `watch`,
+ * then bumps the bell, then wakes it (wl__watch_loop). */
+void wl__os_watch_target(wl__owner_t *o, wl_off_t target) {
+  __atomic_store_n(&o->watch, target, SEQ);
+  __atomic_fetch_add(&o->bell, 1, SEQ);
+  wl__wake_all(&o->bell);
 }
 
 /* The life word of the owner at t, an offset read from the region without
@@ -238,11 +220,12 @@ static void *wl__sweeper_main(void *arg) {
     }
     /* Asks that came meanwhile are answered by this one sweep. */
     seen = asks;
-    wl_sweep(w->m);
+    w->sweep(w->m);
   }
 }
 
-int wl__watch_start(wl_manager_t *m, wl_off_t self) {
+int wl__os_watch_start(wl_manager_t *m, wl__owner_t *self,
+                       int (*sweep)(wl_manager_t *m)) {
   wl__watch_t *w = calloc(1, sizeof(*w));
   sigset_t all, old;
   int rc;
@@ -250,7 +233,8 @@ int wl__watch_start(wl_manager_t *m, wl_off_t self) {
   if (w == NULL)
     return WL_ENOMEM;
   w->m = m;
-  w->self = OWNER(m, self);
+  w->self = self;
+  w->sweep = sweep;
   /* The process's signals go to its own threads, never to these. */
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -259,7 +243,7 @@ int wl__watch_start(wl_manager_t *m, wl_off_t self) {
     m->watcher = w;
     rc = pthread_create(&w->watcher, NULL, wl__watcher_main, w);
     if (rc != 0)
-      wl__watch_stop_sweeper(m); /* never asked: not waiting for the mutex */
+      wl__os_watch_stop_sweeper(m); /* never asked: not waiting for the mutex */
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
@@ -272,11 +256,11 @@ int wl__watch_start(wl_manager_t *m, wl_off_t self) {
     wl__futex(&w->ready, FUTEX_WAIT_PRIVATE, 0);
   rc = w->rc;
   if (rc != 0)
-    wl__watch_stop(m);
+    wl__os_watch_stop(m);
   return rc;
 }
 
-void wl__watch_stop_sweeper(wl_manager_t *m) {
+void wl__os_watch_stop_sweeper(wl_manager_t *m) {
   wl__watch_t *w = m->watcher;
 
   if (w == NULL || w->swept)
@@ -288,12 +272,12 @@ void wl__watch_stop_sweeper(wl_manager_t *m) {
   w->swept = 1;
 }
 
-void wl__watch_stop(wl_manager_t *m) {
+void wl__os_watch_stop(wl_manager_t *m) {
   wl__watch_t *w = m->watcher;
 
   if (w == NULL)
     return;
-  wl__watch_stop_sweeper(m);
+  wl__os_watch_stop_sweeper(m);
   __atomic_store_n(&w->stop, 1, SEQ);
   __atomic_fetch_add(&w->self->bell, 1, SEQ);
   wl__wake_all(&w->self->bell);
