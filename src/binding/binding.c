@@ -14,22 +14,10 @@
  * with JS, not JS values. */
 
 #include "binding.h"
+#include "query.h"
 
 #include <stdio.h>
 #include <string.h>
-
-void wlb__throw_last(napi_env env) {
-  const napi_extended_error_info *info = NULL;
-  bool pending = false;
-
-  if (napi_is_exception_pending(env, &pending) != napi_ok || pending)
-    return;
-  if (napi_get_last_error_info(env, &info) == napi_ok && info != NULL &&
-      info->error_message != NULL)
-    napi_throw_error(env, NULL, info->error_message);
-  else
-    napi_throw_error(env, NULL, "web-locks: Node-API call failed");
-}
 
 static wl_request_t *wlb__slot(const wlb_thread_t *t, uint32_t id) {
   return &t->chunks[id / WLB_CHUNK][id % WLB_CHUNK];
@@ -375,23 +363,6 @@ static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
   wlb__close_handles(t);
 }
 
-/* Gets the n arguments of an internal call and this thread's state (each
- * function's data). Returns 0, or 1 with an exception pending. */
-int wlb__args(napi_env env, napi_callback_info info, size_t n,
-              napi_value *argv, wlb_thread_t **t) {
-  size_t argc = n;
-
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)t) != napi_ok) {
-    wlb__throw_last(env);
-    return 1;
-  }
-  if (argc < n) {
-    napi_throw_type_error(env, NULL, "web-locks: bad internal call");
-    return 1;
-  }
-  return 0;
-}
-
 static wl_request_t *wlb__req_arg(napi_env env, wlb_thread_t *t,
                                   napi_value v) {
   uint32_t id;
@@ -403,16 +374,6 @@ static wl_request_t *wlb__req_arg(napi_env env, wlb_thread_t *t,
     return NULL;
   }
   return req;
-}
-
-napi_value wlb__throw_code(napi_env env, int rc) {
-  if (rc == WL_EINVAL)
-    napi_throw_type_error(env, "EINVAL", "web-locks: invalid request");
-  else if (rc == WL_ENOMEM)
-    napi_throw_range_error(env, "ENOMEM", "web-locks: out of memory");
-  else
-    napi_throw_error(env, "ECORRUPT", "web-locks: the lock manager's state is corrupt beyond repair");
-  return NULL;
 }
 
 /* Makes t's io array. Returns 0, or 1 with an exception pending. */

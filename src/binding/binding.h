@@ -6,30 +6,14 @@
 #ifndef WL_BINDING_H
 #define WL_BINDING_H
 
-/* uv.h needs the POSIX types that strict C11 hides. */
-#define _POSIX_C_SOURCE 200809L
+#include "napi.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 
-#include <node_api.h>
 #include <uv.h>
 
 #include "../core/wl.h"
-
-/* Checks a Node-API status in a function that returns a napi_value: on
- * failure, throws (unless an exception is already pending) and returns NULL. */
-#define WLB_CALL(env, call)                                                    \
-  do {                                                                         \
-    if ((call) != napi_ok) {                                                   \
-      wlb__throw_last(env);                                                    \
-      return NULL;                                                             \
-    }                                                                          \
-  } while (0)
-
-/* Dictionary members as the spec's conversion makes them: own data
- * properties, defined, so that no setter on Object.prototype intercepts. */
-#define WLB_DATA (napi_writable | napi_enumerable | napi_configurable)
 
 #define WLB_NAME_STACK 256
 
@@ -114,10 +98,6 @@ struct wlb_thread_s {
 };
 
 /* binding.c, for the other files. */
-void wlb__throw_last(napi_env env);
-napi_value wlb__throw_code(napi_env env, int rc);
-int wlb__args(napi_env env, napi_callback_info info, size_t n,
-              napi_value *argv, wlb_thread_t **t);
 napi_value wlb__request(napi_env env, wlb_thread_t *t, wl_agent_t *agent,
                         napi_value *argv);
 wl_request_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id);
@@ -125,9 +105,6 @@ void wlb__free(wlb_thread_t *t, wl_request_t *req);
 void wlb__notify(wl_agent_t *agent);
 void wlb__drain(wlb_thread_t *t);
 void wlb__closed(wlb_thread_t *t);
-
-/* binding/query.c: { held, pending }, the snapshot of manager m. */
-napi_value wlb__query(napi_env env, wl_manager_t *m);
 
 /* The machine-wide manager's part (binding-scope-*.c): its functions, which
  * lib/ looks for (WLB_SCOPE_PROPS descriptors at most, written to props:

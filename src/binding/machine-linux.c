@@ -2,6 +2,7 @@
  * exists on Linux: a thread's agents of machine-wide managers, each polled on its
  * FIFO, and the files mapped once per process. */
 #include "binding.h"
+#include "query.h"
 
 #include <stdio.h>
 #include <string.h>
