@@ -7,7 +7,8 @@
       },
       "sources": [
         "src/core/api.c", "src/core/process.c", "src/core/region.c", "src/core/table.c",
-        "src/binding/binding.c", "src/binding/query.c"
+        "src/binding/module.c", "src/binding/napi.c", "src/binding/query.c",
+        "src/binding/thread.c"
       ],
       "defines": ["NAPI_VERSION=8", "WL_MACHINE_MANAGER=<(wl_machine)"],
       "conditions": [

@@ -1,7 +1,9 @@
 /* The binding's part for the machine-wide manager (wl_scope_open), which
  * exists on Linux: a thread's agents of machine-wide managers, each polled on its
  * FIFO, and the files mapped once per process. */
-#include "binding.h"
+#include "machine.h"
+#include "query.h"
+#include "thread.h"
 
 #include <stdio.h>
 #include <string.h>

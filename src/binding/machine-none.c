@@ -1,7 +1,7 @@
 /* The binding without the machine-wide manager (every platform but Linux):
  * lib/ finds no open() and rejects openLockManager(scope) with a
  * NotSupportedError; a thread has no agent of a machine-wide manager to end. */
-#include "binding.h"
+#include "machine.h"
 
 size_t wlb__scope_props(wlb_thread_t *t, napi_property_descriptor *props) {
   return 0;

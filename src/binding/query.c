@@ -1,8 +1,9 @@
 /* query(): a manager's snapshot (wl_snapshot) as the spec's LockManagerSnapshot
  * dictionary. */
-#include "binding.h"
+#include "query.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Entries of one name share one JS string (names[i], made on first use):
  * a long name held or awaited many times is copied once. */

@@ -1,41 +1,19 @@
-/* The Node-API binding's common declarations. Its files, one per job:
- * binding.c (the module, each thread's state and agent of the process-wide
- * manager, request slots and the delivery of events), binding/query.c
- * (query()'s conversion of a snapshot) and the machine-wide manager's part,
- * binding/machine-linux.c, where it exists, or binding/machine-none.c. */
-#ifndef WL_BINDING_H
-#define WL_BINDING_H
+/* A thread's state (one per Node environment), its agents and their
+ * requests (thread.c), which every manager's part of the binding uses. */
+#ifndef WLB_THREAD_H
+#define WLB_THREAD_H
 
-/* uv.h needs the POSIX types that strict C11 hides. */
-#define _POSIX_C_SOURCE 200809L
+#include "napi.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 
-#include <node_api.h>
 #include <uv.h>
 
 #include "../core/wl.h"
 
-/* Checks a Node-API status in a function that returns a napi_value: on
- * failure, throws (unless an exception is already pending) and returns NULL. */
-#define WLB_CALL(env, call)                                                    \
-  do {                                                                         \
-    if ((call) != napi_ok) {                                                   \
-      wlb__throw_last(env);                                                    \
-      return NULL;                                                             \
-    }                                                                          \
-  } while (0)
-
-/* Dictionary members as the spec's conversion makes them: own data
- * properties, defined, so that no setter on Object.prototype intercepts. */
-#define WLB_DATA (napi_writable | napi_enumerable | napi_configurable)
-
-#define WLB_NAME_STACK 256
-
 #define wlb__container_of(ptr, type, member)                                   \
   ((type *)((char *)(ptr) - offsetof(type, member)))
-#define WLB_DRAIN_BUDGET 1024
 
 /* The numbers in a thread's io array: a grant's fencing token goes as its
  * low and high 32 bits. */
@@ -55,13 +33,6 @@ enum {
 /* What a thread's waiting requests were found to wait for, since anything
  * last changed on the thread (wlb_thread_t.waits). */
 enum { WLB_UNASKED, WLB_ON_SELF, WLB_ON_OTHERS };
-/* In a used slot's data: the request is not yet granted. */
-#define WLB_WAITING 2
-/* An event of the binding's own, beside the core's WL_EV_*: the request's
- * manager was found corrupt, and the request is dropped (lib/events.js). */
-#define WLB_EV_FAILED 8
-
-typedef struct wlb_thread_s wlb_thread_t;
 
 typedef struct wlb_agent_s wlb_agent_t;
 
@@ -70,7 +41,7 @@ typedef struct wlb_agent_s wlb_agent_t;
 struct wlb_agent_s {
   wl_agent_t agent;
   wlb_thread_t *t;
-  struct wlb_file_s *seg; /* binding/machine-linux.c's */
+  struct wlb_file_s *seg; /* machine-linux.c's */
   uv_poll_t poll;       /* its FIFO */
   unsigned char closed; /* wl_agent_close() ran: its records are gone */
 };
@@ -113,27 +84,30 @@ struct wlb_thread_s {
   unsigned char waits;
 };
 
-/* binding.c, for the other files. */
-void wlb__throw_last(napi_env env);
-napi_value wlb__throw_code(napi_env env, int rc);
-int wlb__args(napi_env env, napi_callback_info info, size_t n,
-              napi_value *argv, wlb_thread_t **t);
-napi_value wlb__request(napi_env env, wlb_thread_t *t, wl_agent_t *agent,
-                        napi_value *argv);
-wl_request_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id);
-void wlb__free(wlb_thread_t *t, wl_request_t *req);
+/* The thread's life (module.c's init and teardown): init starts its
+ * handles, close closes them, and the close of the last of them, or of a
+ * machine-wide manager's agent's (machine-linux.c), frees it (closed). */
+wlb_thread_t *wlb__thread_self(void);
+int wlb__thread_init(wlb_thread_t *t);
+void wlb__thread_close(wlb_thread_t *t);
+void wlb__closed(wlb_thread_t *t);
+void wlb__stuck_check_start(wlb_thread_t *t);
+
+/* The agents' notify callback (wl_agent_init), and the delivery of their
+ * mailboxes. */
 void wlb__notify(wl_agent_t *agent);
 void wlb__drain(wlb_thread_t *t);
-void wlb__closed(wlb_thread_t *t);
 
-/* binding/query.c: { held, pending }, the snapshot of manager m. */
-napi_value wlb__query(napi_env env, wl_manager_t *m);
+/* The slots of the thread's requests. */
+wl_request_t *wlb__slot_get(const wlb_thread_t *t, uint32_t id);
+void wlb__free(wlb_thread_t *t, wl_request_t *req);
 
-/* The machine-wide manager's part (binding-scope-*.c): its functions, which
- * lib/ looks for (WLB_SCOPE_PROPS descriptors at most, written to props:
- * their count), and the end of the thread's agents of it at teardown. */
-#define WLB_SCOPE_PROPS 4
-size_t wlb__scope_props(wlb_thread_t *t, napi_property_descriptor *props);
-void wlb__scope_teardown(wlb_thread_t *t);
+/* request(name, how) of agent, from the JS arguments; and the JS calls on
+ * the thread's requests. */
+napi_value wlb__request(napi_env env, wlb_thread_t *t, wl_agent_t *agent,
+                        napi_value *argv);
+napi_value wlb_request(napi_env env, napi_callback_info info);
+napi_value wlb_release(napi_env env, napi_callback_info info);
+napi_value wlb_abort(napi_env env, napi_callback_info info);
 
 #endif

@@ -1,9 +1,9 @@
-/* The Node-API binding: per thread (per Node environment), one wl_agent_t
- * of the process-wide manager and one of each machine-wide manager the thread
- * opened. Agents are woken through a uv_async_t on the thread's own loop by
- * other threads of the process, through a uv_check_t (as setImmediate is) by
- * their own thread, which costs no syscall, and through a uv_poll_t on their
- * FIFO by other processes.
+/* A thread's state (one per Node environment): its wl_agent_t of the
+ * process-wide manager and one of each machine-wide manager it opened, its
+ * requests, and the delivery of their events. Agents are woken through a
+ * uv_async_t on the thread's own loop by other threads of the process,
+ * through a uv_check_t (as setImmediate is) by their own thread, which costs
+ * no syscall, and through a uv_poll_t on their FIFO by other processes.
  *
  * JS never holds native pointers: a request is named by a small integer id,
  * an index into this thread's slot table, checked on every call. Grants and
@@ -13,23 +13,17 @@
  * id and events, a grant's fencing token) go through a Uint32Array shared
  * with JS, not JS values. */
 
-#include "binding.h"
+#include "thread.h"
 
-#include <stdio.h>
-#include <string.h>
-
-void wlb__throw_last(napi_env env) {
-  const napi_extended_error_info *info = NULL;
-  bool pending = false;
-
-  if (napi_is_exception_pending(env, &pending) != napi_ok || pending)
-    return;
-  if (napi_get_last_error_info(env, &info) == napi_ok && info != NULL &&
-      info->error_message != NULL)
-    napi_throw_error(env, NULL, info->error_message);
-  else
-    napi_throw_error(env, NULL, "web-locks: Node-API call failed");
-}
+/* A name of up to this many UTF-16 units is read without a malloc. */
+#define WLB_NAME_STACK 256
+/* Events delivered per wake-up at most (see wlb__deliver). */
+#define WLB_DRAIN_BUDGET 1024
+/* In a used slot's data: the request is not yet granted. */
+#define WLB_WAITING 2
+/* An event of the binding's own, beside the core's WL_EV_*: the request's
+ * manager was found corrupt, and the request is dropped (lib/events.js). */
+#define WLB_EV_FAILED 8
 
 static wl_request_t *wlb__slot(const wlb_thread_t *t, uint32_t id) {
   return &t->chunks[id / WLB_CHUNK][id % WLB_CHUNK];
@@ -313,6 +307,12 @@ static void wlb__on_prepare(uv_prepare_t *prepare) {
   uv_timer_start(&t->quiet, wlb__on_quiet, WLB_QUIET_MS, 0);
 }
 
+/* Has the thread ask whether it is stuck once its loop waits (setup()'s
+ * stuckCheck). */
+void wlb__stuck_check_start(wlb_thread_t *t) {
+  uv_prepare_start(&t->prepare, wlb__on_prepare);
+}
+
 static void wlb__on_check(uv_check_t *check) {
   wlb_thread_t *t = wlb__container_of(check, wlb_thread_t, check);
 
@@ -333,22 +333,41 @@ void wlb__closed(wlb_thread_t *t) {
 
 static void wlb__on_close(uv_handle_t *handle) { wlb__closed(handle->data); }
 
-/* Drops what the thread holds in JS. Nothing can be done about a failure
- * here but go on tearing down. */
-static void wlb__drop_js(wlb_thread_t *t) {
-  napi_env env = t->env;
+/* The thread this code runs on, if it has loaded the addon. */
+wlb_thread_t *wlb__thread_self(void) { return wlb__self; }
 
-  if (t->dispatch != NULL && napi_delete_reference(env, t->dispatch) != napi_ok)
-    t->dispatch = NULL;
-  if (t->io_ref != NULL && napi_delete_reference(env, t->io_ref) != napi_ok)
-    t->io_ref = NULL;
-  if (napi_delete_reference(env, t->exports) != napi_ok)
-    t->exports = NULL;
-  if (napi_async_destroy(env, t->actx) != napi_ok)
-    t->actx = NULL;
+/* Starts t's handles on t->loop and makes t this thread's. Returns 0, or a
+ * libuv error with nothing started. */
+int wlb__thread_init(wlb_thread_t *t) {
+  int rc = uv_async_init(t->loop, &t->async, wlb__on_async);
+
+  if (rc != 0)
+    return rc;
+  /* uv_check_init, uv_idle_init, uv_prepare_init and uv_timer_init cannot
+   * fail. */
+  uv_check_init(t->loop, &t->check);
+  uv_idle_init(t->loop, &t->idle);
+  uv_prepare_init(t->loop, &t->prepare);
+  uv_timer_init(t->loop, &t->quiet);
+  t->async.data = t->check.data = t->idle.data = t->prepare.data = t;
+  t->quiet.data = t;
+  t->open_handles = 5;
+  /* Only pending requests keep the loop alive (see wlb_request). */
+  uv_unref((uv_handle_t *)&t->async);
+  uv_unref((uv_handle_t *)&t->prepare);
+  uv_unref((uv_handle_t *)&t->quiet);
+  wlb__self = t;
+  return 0;
 }
 
-static void wlb__close_handles(wlb_thread_t *t) {
+/* Once t's agents are closed: frees its slots and closes its handles, the
+ * last of whose closes frees t (wlb__closed). */
+void wlb__thread_close(wlb_thread_t *t) {
+  uint32_t i;
+
+  for (i = 0; i < t->nchunks; i++)
+    free(t->chunks[i]);
+  free(t->chunks);
   if (wlb__self == t)
     wlb__self = NULL;
   uv_close((uv_handle_t *)&t->async, wlb__on_close);
@@ -356,40 +375,6 @@ static void wlb__close_handles(wlb_thread_t *t) {
   uv_close((uv_handle_t *)&t->idle, wlb__on_close);
   uv_close((uv_handle_t *)&t->prepare, wlb__on_close);
   uv_close((uv_handle_t *)&t->quiet, wlb__on_close);
-}
-
-/* The environment is going away (thread exit, worker.terminate(), process
- * exit). Close the agent first: once that returns, no other thread can reach
- * this thread's requests, hence none can signal the handle we then close. */
-static void wlb__teardown(napi_async_cleanup_hook_handle hook, void *arg) {
-  wlb_thread_t *t = arg;
-  uint32_t i;
-
-  wlb__scope_teardown(t);
-  if (t->dispatch != NULL)
-    wl_agent_close(&t->agent);
-  for (i = 0; i < t->nchunks; i++)
-    free(t->chunks[i]);
-  free(t->chunks);
-  wlb__drop_js(t);
-  wlb__close_handles(t);
-}
-
-/* Gets the n arguments of an internal call and this thread's state (each
- * function's data). Returns 0, or 1 with an exception pending. */
-int wlb__args(napi_env env, napi_callback_info info, size_t n,
-              napi_value *argv, wlb_thread_t **t) {
-  size_t argc = n;
-
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)t) != napi_ok) {
-    wlb__throw_last(env);
-    return 1;
-  }
-  if (argc < n) {
-    napi_throw_type_error(env, NULL, "web-locks: bad internal call");
-    return 1;
-  }
-  return 0;
 }
 
 static wl_request_t *wlb__req_arg(napi_env env, wlb_thread_t *t,
@@ -404,79 +389,6 @@ static wl_request_t *wlb__req_arg(napi_env env, wlb_thread_t *t,
   }
   return req;
 }
-
-napi_value wlb__throw_code(napi_env env, int rc) {
-  if (rc == WL_EINVAL)
-    napi_throw_type_error(env, "EINVAL", "web-locks: invalid request");
-  else if (rc == WL_ENOMEM)
-    napi_throw_range_error(env, "ENOMEM", "web-locks: out of memory");
-  else
-    napi_throw_error(env, "ECORRUPT", "web-locks: the lock manager's state is corrupt beyond repair");
-  return NULL;
-}
-
-/* Makes t's io array. Returns 0, or 1 with an exception pending. */
-static int wlb__make_io(napi_env env, wlb_thread_t *t) {
-  napi_value buffer, array;
-  void *data;
-
-  if (napi_create_arraybuffer(env, WLB_IO * sizeof(uint32_t), &data,
-                              &buffer) != napi_ok ||
-      napi_create_typedarray(env, napi_uint32_array, WLB_IO, buffer, 0,
-                             &array) != napi_ok ||
-      napi_create_reference(env, array, 1, &t->io_ref) != napi_ok) {
-    wlb__throw_last(env);
-    return 1;
-  }
-  t->io = data;
-  return 0;
-}
-
-/* setup(dispatch, clientId, stuckCheck) -> the thread's io array: called
- * once per thread by lib/. stuckCheck: whether a thread whose waiting
- * requests only it can grant may end (wlb__on_quiet): off under Bun, which
- * implements only part of libuv and aborts the process on the rest, and
- * where it is untried. */
-static napi_value wlb_setup(napi_env env, napi_callback_info info) {
-  napi_value argv[3], io;
-  wlb_thread_t *t;
-  napi_valuetype type;
-  char client_id[WL_CLIENT_ID_MAX + 1];
-  size_t len;
-  bool stuck_check;
-  int rc;
-
-  if (wlb__args(env, info, 3, argv, &t) != 0)
-    return NULL;
-  WLB_CALL(env, napi_typeof(env, argv[0], &type));
-  if (type != napi_function || t->dispatch != NULL) {
-    napi_throw_type_error(env, NULL, "web-locks: bad setup");
-    return NULL;
-  }
-  WLB_CALL(env, napi_get_value_string_latin1(env, argv[1], client_id,
-                                             sizeof(client_id), &len));
-  WLB_CALL(env, napi_get_value_bool(env, argv[2], &stuck_check));
-  if (t->io_ref == NULL && wlb__make_io(env, t) != 0)
-    return NULL;
-  WLB_CALL(env, napi_get_reference_value(env, t->io_ref, &io));
-  if (wl_process() == NULL)
-    return wlb__throw_code(env, WL_ENOMEM);
-  t->agent.data = t;
-  rc = wl_agent_init(wl_process(), &t->agent, client_id, len, wlb__notify);
-  if (rc != 0)
-    return wlb__throw_code(env, rc);
-  /* Teardown closes the agent once dispatch is set; until then, this does. */
-  if (napi_create_reference(env, argv[0], 1, &t->dispatch) != napi_ok) {
-    t->dispatch = NULL;
-    wl_agent_close(&t->agent);
-    wlb__throw_last(env);
-    return NULL;
-  }
-  if (stuck_check)
-    uv_prepare_start(&t->prepare, wlb__on_prepare);
-  return io;
-}
-
 
 /* Reads a JS string as UTF-16 into `stack` when it fits, else into a new
  * buffer (*name != stack: the caller frees it). Returns 0, or 1 with an
@@ -554,7 +466,7 @@ napi_value wlb__request(napi_env env, wlb_thread_t *t, wl_agent_t *agent,
  * id * 2 if the request waits (or misses). Validation is lib/'s; this
  * only refuses what would corrupt the manager. Either the request is made
  * and its result stored, or it throws and the core never saw it. */
-static napi_value wlb_request(napi_env env, napi_callback_info info) {
+napi_value wlb_request(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   wlb_thread_t *t;
 
@@ -568,7 +480,7 @@ static napi_value wlb_request(napi_env env, napi_callback_info info) {
 }
 
 /* release(id) -> whether the lock was still held (false: it was stolen). */
-static napi_value wlb_release(napi_env env, napi_callback_info info) {
+napi_value wlb_release(napi_env env, napi_callback_info info) {
   napi_value argv[1], result;
   wlb_thread_t *t;
   wl_request_t *req;
@@ -587,7 +499,7 @@ static napi_value wlb_release(napi_env env, napi_callback_info info) {
 }
 
 /* abort(id) -> whether the request was still queued (and is now gone). */
-static napi_value wlb_abort(napi_env env, napi_callback_info info) {
+napi_value wlb_abort(napi_env env, napi_callback_info info) {
   napi_value argv[1], result;
   wlb_thread_t *t;
   wl_request_t *req;
@@ -605,105 +517,3 @@ static napi_value wlb_abort(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* query() -> the snapshot of the whole process. */
-static napi_value wlb_query(napi_env env, napi_callback_info info) {
-  return wlb__query(env, wl_process());
-}
-
-/* hasRef() of the thread's async resource: whether a request waits, which
- * is when the thread's handle keeps its loop alive. Tools that list what
- * keeps a process running (jest's --detectOpenHandles) ask it. */
-static napi_value wlb_has_ref(napi_env env, napi_callback_info info) {
-  napi_value result;
-  wlb_thread_t *t;
-
-  WLB_CALL(env, napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&t));
-  WLB_CALL(env, napi_get_boolean(env, t->waiting > 0 && t->waits != WLB_ON_SELF,
-                                   &result));
-  return result;
-}
-
-static napi_value wlb__define(napi_env env, napi_value exports,
-                              wlb_thread_t *t) {
-  napi_property_descriptor props[] = {
-      {"setup", NULL, wlb_setup, NULL, NULL, NULL, napi_default, t},
-      {"request", NULL, wlb_request, NULL, NULL, NULL, napi_default, t},
-      {"release", NULL, wlb_release, NULL, NULL, NULL, napi_default, t},
-      {"abort", NULL, wlb_abort, NULL, NULL, NULL, napi_default, t},
-      {"query", NULL, wlb_query, NULL, NULL, NULL, napi_default, t},
-      [5 + WLB_SCOPE_PROPS - 1] = {0},
-  };
-  size_t n = 5 + wlb__scope_props(t, props + 5);
-
-  WLB_CALL(env, napi_define_properties(env, exports, n, props));
-  return exports;
-}
-
-NAPI_MODULE_INIT() {
-  wlb_thread_t *t = wlb__self;
-  napi_value resource, resource_name, existing, has_ref;
-  uv_loop_t *loop;
-
-  /* One agent per thread however often the addon is loaded: a test runner's
-   * fresh module registry loads it again in the same thread, and each load
-   * gets a new napi_env (so instance data cannot find the first). Every load
-   * gets the first load's exports, whose functions run in the first env. */
-  if (t != NULL) {
-    WLB_CALL(env, napi_get_reference_value(t->env, t->exports, &existing));
-    return existing;
-  }
-  WLB_CALL(env, napi_get_uv_event_loop(env, &loop));
-  WLB_CALL(env, napi_create_object(env, &resource));
-  WLB_CALL(env, napi_create_string_latin1(env, "WebLocks", NAPI_AUTO_LENGTH,
-                                          &resource_name));
-  t = calloc(1, sizeof(*t));
-  if (t == NULL)
-    return wlb__throw_code(env, WL_ENOMEM);
-  t->env = env;
-  t->loop = loop;
-  if (napi_create_function(env, "hasRef", NAPI_AUTO_LENGTH, wlb_has_ref, t,
-                           &has_ref) != napi_ok ||
-      napi_set_named_property(env, resource, "hasRef", has_ref) != napi_ok ||
-      napi_create_reference(env, exports, 1, &t->exports) != napi_ok) {
-    free(t);
-    wlb__throw_last(env);
-    return NULL;
-  }
-  /* uv_check_init, uv_idle_init, uv_prepare_init and uv_timer_init cannot
-   * fail. */
-  if (napi_async_init(env, resource, resource_name, &t->actx) != napi_ok ||
-      uv_async_init(loop, &t->async, wlb__on_async) != 0) {
-    if (t->actx != NULL && napi_async_destroy(env, t->actx) != napi_ok)
-      t->actx = NULL;
-    if (napi_delete_reference(env, t->exports) != napi_ok)
-      t->exports = NULL;
-    free(t);
-    napi_throw_error(env, NULL, "web-locks: cannot create the thread's handle");
-    return NULL;
-  }
-  uv_check_init(loop, &t->check);
-  uv_idle_init(loop, &t->idle);
-  uv_prepare_init(loop, &t->prepare);
-  uv_timer_init(loop, &t->quiet);
-  t->async.data = t->check.data = t->idle.data = t->prepare.data = t;
-  t->quiet.data = t;
-  t->open_handles = 5;
-  /* Only pending requests keep the loop alive (see wlb_request). */
-  uv_unref((uv_handle_t *)&t->async);
-  uv_unref((uv_handle_t *)&t->prepare);
-  uv_unref((uv_handle_t *)&t->quiet);
-  wlb__self = t;
-  if (napi_add_async_cleanup_hook(env, wlb__teardown, t, &t->hook) == napi_ok) {
-    if (wlb__define(env, exports, t) != NULL)
-      return exports;
-    if (napi_remove_async_cleanup_hook(t->hook) != napi_ok)
-      return NULL; /* the hook will still run and free t */
-  } else {
-    wlb__throw_last(env);
-  }
-  /* Unreachable in practice; the handle must still be closed properly. */
-  t->hook = NULL;
-  wlb__drop_js(t);
-  wlb__close_handles(t);
-  return NULL;
-}
