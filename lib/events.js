@@ -4,7 +4,7 @@
 // (bit 0) and flags (the bits above), as the binding takes them, and the
 // events a backend delivers (the binding's WL_EV_*, and its WLB_EV_FAILED:
 // the request's manager was found corrupt); and the slots of the binding's
-// io array (src/binding/binding.h's WLB_IO_*).
+// io array (src/binding/thread.h's WLB_IO_*).
 module.exports = Object.freeze({
   SHARED: 1,
   IF_AVAILABLE: 2,

@@ -189,7 +189,7 @@ wl_request_t *wl_agent_next(wl_agent_t *agent, unsigned *events);
 int wl_agent_status(const wl_agent_t *agent);
 
 /* What an agent's waiting requests wait for, so that its thread knows
- * whether waiting is worth keeping its event loop alive for (binding/binding.c):
+ * whether waiting is worth keeping its event loop alive for (binding/thread.c):
  * WL_WAITS_NOTHING (none is queued, no event is undelivered),
  * WL_WAITS_ON_SELF (every queued request has in its way a lock the agent
  * holds in a conflicting mode, or a request of the agent ahead of it: none

@@ -27,6 +27,7 @@ files=$(cd "$root" && node -e '
 rm -rf "$dir/build"
 for f in $files package.json; do
   rm -rf "${dir:?}/$f"
+  mkdir -p "$(dirname "$dir/$f")"
   cp -R "$root/$f" "$dir/$f"
 done
 [ -e "$dir/node_modules" ] || ln -s "$root/node_modules" "$dir/node_modules"
