@@ -2,7 +2,7 @@
 -- abort, process the queue, snapshot, agent termination) as SQL functions,
 -- each one transaction, so that row locks on a name give the atomicity the
 -- native manager gets from its mutex. Their tables are made and changed by
--- the numbered migrations in postgres-migrations/; this text re-creates the
+-- the numbered migrations in migrations/; this text re-creates the
 -- functions after them, in the same transaction. lib/manager-postgres.js
 -- runs it with @schema@ replaced by the quoted schema name and @key@ by the
 -- schema's advisory key (its own agents' life locks are (@key@, agent id)):
@@ -53,7 +53,7 @@ BEGIN
 END $$;
 
 -- Moves the counter to the ceiling after a crash (token_live empty): see
--- the tokens sequence (postgres-migrations/001-layout-1.sql). join() calls
+-- the tokens sequence (migrations/001-layout-1.sql). join() calls
 -- it.
 CREATE OR REPLACE FUNCTION @schema@.token_restart() RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -295,7 +295,7 @@ END $$;
 
 -- Whether agent p_agent's backend is still there, as pg_stat_activity
 -- shows it: the pid, the role and the start recorded when it joined
--- (postgres-migrations/003-backend-identity.sql). Another role's backends
+-- (migrations/003-backend-identity.sql). Another role's backends
 -- have another role, and a later backend of the same pid another start.
 -- The start of another role's session is shown only to members of that
 -- role and of pg_read_all_stats: unknown (null), the pid and the role

@@ -1,5 +1,5 @@
 -- Layout 1: the tables of the PostgreSQL lock manager (the functions are in
--- ../postgres-schema.sql, re-created after every migration). A migration
+-- ../schema.sql, re-created after every migration). A migration
 -- runs once per schema, in the transaction that lib/manager-postgres.js runs
 -- the SQL in, with search_path pg_catalog, pg_temp, under the advisory lock
 -- (@key@, 0); it takes the schema from the layout before its number to its
