@@ -9,7 +9,7 @@ const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres, loginRole } = require('./fixtures/postgres');
 const { pgbouncerBinary, startPgbouncer } = require('./fixtures/pgbouncer');
 const { within } = require('./stress/scopes');
-const { schemaKey, schemaSQL } = require('../lib/manager-postgres.js');
+const { schemaKey, schemaSQL } = require('../lib/postgres/manager.js');
 
 const PKG = path.resolve(__dirname, '..');
 

@@ -15,7 +15,7 @@ const { api, holdOn, only, isDOMException, scopeName } = require('./fixtures/uti
 const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres, loginRole, grantSchema } = require('./fixtures/postgres');
 const { within } = require('./stress/scopes');
-const { schemaKey, schemaSQL } = require('../lib/manager-postgres.js');
+const { schemaKey, schemaSQL } = require('../lib/postgres/manager.js');
 
 const ROLE = `wl_squatter_${process.pid}`;
 const PASSWORD = 'squatter';

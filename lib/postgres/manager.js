@@ -2,7 +2,7 @@
 
 // The lock manager on PostgreSQL behind openLockManager(scope, { postgres }).
 // The spec's algorithms run in the database, one SQL function and one
-// transaction each (postgres/schema.sql); grants and steals reach their
+// transaction each (schema.sql); grants and steals reach their
 // agent by LISTEN/NOTIFY. Each thread that opens a scope is one agent with
 // two connections of its own:
 // - its session: LISTEN, the agent's life lock (a session-level advisory
@@ -24,14 +24,14 @@
 const fs = require('fs')
 const path = require('path')
 const { randomBytes, randomUUID } = require('crypto')
-const { domException, SafeTypeError, SafeRangeError, SafeBigInt, performanceNow } = require('./intrinsics.js')
-const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('./events.js')
-const { isScope, SCOPE_MAX } = require('./manager-host.js')
+const { domException, SafeTypeError, SafeRangeError, SafeBigInt, performanceNow } = require('../intrinsics.js')
+const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('../events.js')
+const { isScope, SCOPE_MAX } = require('../manager-host.js')
 
 const DEFAULT_SCHEMA = 'web_locks'
 const DEFAULT_KEEPALIVE_MS = 10000
 const MIN_KEEPALIVE_MS = 300
-// The number of the last migration (postgres/migrations/).
+// The number of the last migration (migrations/).
 const LAYOUT = 3
 const IDENTIFIER_MAX = 63
 // The watcher waits in slices of this long: its statement holds a snapshot
@@ -172,8 +172,8 @@ function dollarTag (text, base) {
 
 // The SQL that takes a schema from layout `from` (0: none) to `to` (by
 // default this version's): the migrations in between
-// (postgres/migrations/NNN-*.sql takes it to layout NNN), then, at this
-// version's layout, the functions re-created (postgres/schema.sql). Run as
+// (migrations/NNN-*.sql takes it to layout NNN), then, at this
+// version's layout, the functions re-created (schema.sql). Run as
 // one query, it is one transaction, with the search_path of SEARCH_PATH.
 // The name is in it as a quoted identifier, also inside function bodies and
 // the names of sequences given as strings ('@schema@.tokens'): these are
@@ -187,13 +187,13 @@ function schemaSQL (value, from = 0, to = LAYOUT) {
   const name = quoteIdentifier(schema)
   const body = dollarTag(name, 'body')
   const string = dollarTag(name, 'name')
-  const dir = path.join(__dirname, 'postgres', 'migrations')
+  const dir = path.join(__dirname, 'migrations')
   const parts = [`SELECT pg_catalog.set_config('search_path', '${SEARCH_PATH}', true);\n`]
   for (const file of fs.readdirSync(dir).sort()) {
     const layout = Number(file.slice(0, 3))
     if (layout > from && layout <= to) parts.push(fs.readFileSync(path.join(dir, file), 'utf8'))
   }
-  if (to === LAYOUT) parts.push(fs.readFileSync(path.join(__dirname, 'postgres', 'schema.sql'), 'utf8'))
+  if (to === LAYOUT) parts.push(fs.readFileSync(path.join(__dirname, 'schema.sql'), 'utf8'))
   const text = parts.join('\n')
   // (Replaced by functions: a replacement string would read '$$' in them.)
   return text.replaceAll('$$', () => body)
@@ -317,7 +317,7 @@ function lostError (cause) {
 // them (42P05), and the agent could not leave.
 //
 // A request on a free name, and its release, are each one update of the
-// name's row (see names in postgres/schema.sql), made by the statement
+// name's row (see names in schema.sql), made by the statement
 // itself: as the call of a function, the update would start an executor
 // of its own besides the statement's, and cost a fifth more of the server's
 // time (measured with pgbench). The request statement hands everything
@@ -971,7 +971,7 @@ class PostgresBackend {
   }
 
   // Waits one slice for the agent `next` to end (ended() in
-  // postgres/schema.sql: its life lock free, or, if `backend`, its backend
+  // schema.sql: its life lock free, or, if `backend`, its backend
   // gone): true if it ended, false if the wait was cancelled or `next` is
   // not the neighbour any more (look again), undefined if the slice ran out
   // (wait again). An agent that joined meanwhile may have sent its 'r'
@@ -1002,7 +1002,7 @@ class PostgresBackend {
 }
 
 // Opens this thread's agent of the scope in the database: resolves once it
-// has joined, with the backend (see manager-process.js).
+// has joined, with the backend (see ../manager-process.js).
 async function openPostgres (target) {
   if (target.pool !== null) await readCommitted(target.pool)
   const backend = new PostgresBackend(target, loadPg())
