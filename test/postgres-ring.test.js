@@ -25,7 +25,7 @@ const { postgres } = require('./fixtures/postgres');
 const SEEN_MS = 5000;
 
 // The manager's statements are named after what they do (statements() in
-// lib/postgres/manager.js), its watcher's wait too.
+// lib/postgres/statements.js), its watcher's wait too.
 function nameOf(args) {
   const first = args[0];
   return (first !== null && typeof first === 'object' && first.name) || '';

@@ -21,19 +21,13 @@
 // (a network cut); the server, for its part, ends a session that has said
 // nothing for that long (idle_session_timeout), which releases its locks.
 
-const fs = require('fs')
-const path = require('path')
 const { randomBytes, randomUUID } = require('crypto')
-const { domException, SafeTypeError, SafeRangeError, SafeBigInt, performanceNow } = require('../intrinsics.js')
+const { domException, SafeBigInt, performanceNow } = require('../intrinsics.js')
 const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('../events.js')
-const { isScope, SCOPE_MAX } = require('../manager-host.js')
+const { postgresTarget, quoteIdentifier, connection, configure, readCommitted, loadPg } = require('./options.js')
+const { schemaSQL, ensureSchema } = require('./schema.js')
+const { BACKEND_PID, statements } = require('./statements.js')
 
-const DEFAULT_SCHEMA = 'web_locks'
-const DEFAULT_KEEPALIVE_MS = 10000
-const MIN_KEEPALIVE_MS = 300
-// The number of the last migration (migrations/).
-const LAYOUT = 3
-const IDENTIFIER_MAX = 63
 // The watcher waits in slices of this long: its statement holds a snapshot
 // while it waits, which holds back vacuum's horizon in the database: the
 // row versions that grants and releases leave behind cannot be cleaned
@@ -50,12 +44,6 @@ const BACKEND_LOOK_SLICES = 4
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20
 const CANCEL_WAIT_MS = 50
-const BACKEND_PID = 'SELECT pg_catalog.pg_backend_pid() AS pid'
-// The search_path of the session, the watcher and the schema's SQL: another
-// role's functions and operators in a schema of the role's own path (public)
-// cannot match a call there. The statements name every built-in with its
-// schema anyway: a pool's connections have the path their user gave them.
-const SEARCH_PATH = 'pg_catalog, pg_temp'
 // A notification: 'r' (an agent joined), '<local id> g <token>' (a grant
 // from the queue), '<local id> s' (a steal); local ids are below 2^53 and
 // tokens below 2^63.
@@ -63,230 +51,9 @@ const NOTICE = /^(?:r|([1-9][0-9]{0,14}) (?:g ([1-9][0-9]{0,18})|s))$/
 const TOKEN_MAX = SafeBigInt('9223372036854775807')
 
 // PostgreSQL's SQLSTATEs that this file acts on.
-const INSUFFICIENT_PRIVILEGE = '42501'
-const UNDEFINED_SETTING = '42704'
 const LOCK_NOT_AVAILABLE = '55P03' // a lock wait past lock_timeout
 const PROTOCOL_VIOLATION = '08P01' // also PgBouncer's refusals
-// What a creation of the schema meets when another one was made at the same
-// moment (the second waits for the first's catalog rows, then fails), and a
-// deadlock with an older version's migration: look at the layout again.
-const MADE_MEANWHILE = new Set(['23505', '42P06', '42P07', '42710', '42723', '40P01'])
-const ENSURE_TRIES = 3
 const AGENT_GONE = 'WLGON'
-
-function fail (message) {
-  return `Failed to execute 'openLockManager': ${message}`
-}
-
-function loadPg () {
-  try {
-    return require('pg')
-  } catch (error) {
-    if (error !== null && typeof error === 'object' && error.code === 'MODULE_NOT_FOUND') {
-      const missing = new Error("web-locks: the postgres option needs the 'pg' package: npm install pg")
-      missing.code = 'MODULE_NOT_FOUND'
-      throw missing
-    }
-    throw error
-  }
-}
-
-function quoteIdentifier (name) {
-  return `"${name.replace(/"/g, '""')}"`
-}
-
-// The schema's advisory key: the first half of its agents' life locks.
-// FNV-1a of its UTF-8 bytes.
-function schemaKey (schema) {
-  let h = 0x811c9dc5
-  for (const byte of Buffer.from(schema, 'utf8')) {
-    h ^= byte
-    h = Math.imul(h, 0x01000193) >>> 0
-  }
-  return (h & 0x7fffffff) || 1
-}
-
-// The connection settings of openLockManager's `postgres` option: a
-// connection string, pg's config object, or a pg.Pool (then the calls go
-// through it and the session and watcher use its settings). A pg.Client is
-// one connection, which cannot be both the session and the watcher.
-function toConnection (value) {
-  if (typeof value === 'string') return { config: { connectionString: value }, pool: null }
-  if (value !== null && typeof value === 'object') {
-    if (typeof value.query === 'function' && typeof value.connect === 'function') {
-      if (value.options === null || typeof value.options !== 'object') {
-        throw new SafeTypeError(fail('the postgres option is a pg.Client, one connection: give its config object, or a pg.Pool.'))
-      }
-      return { config: settingsOf(value.options), pool: value }
-    }
-    return { config: settingsOf(value), pool: null }
-  }
-  throw new SafeTypeError(fail('the postgres option must be a connection string, a pg config object or a pg.Pool.'))
-}
-
-// A copy of connection settings with every property of their own, those
-// that are not enumerable too: pg-pool keeps the password (a string, or a
-// function that gives one) out of its options' enumerable properties, which
-// a spread would drop. (pg hides it again in each client it makes.)
-function settingsOf (options) {
-  const config = {}
-  for (const key of Object.getOwnPropertyNames(options)) config[key] = options[key]
-  return config
-}
-
-function toKeepalive (value = DEFAULT_KEEPALIVE_MS) {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < MIN_KEEPALIVE_MS || value > 2 ** 31 - 1) {
-    throw new SafeRangeError(fail(`the keepalive option must be a whole number of milliseconds from ${MIN_KEEPALIVE_MS}.`))
-  }
-  return value
-}
-
-// Where the scope's manager lives: { scope, schema, key, config, pool,
-// keepalive }, from the options, whose `postgres` the caller has read.
-// Throws a TypeError or RangeError for bad arguments.
-function postgresTarget (scope, postgres, options) {
-  if (!isScope(scope)) {
-    throw new SafeTypeError(fail(`the scope must be 1 to ${SCOPE_MAX} letters, digits, '.', '_' or '-'.`))
-  }
-  const schema = toSchema(options.schema)
-  const { config, pool } = toConnection(postgres)
-  const keepalive = toKeepalive(options.keepalive)
-  return { scope, schema, key: schemaKey(schema), config, pool, keepalive }
-}
-
-// A schema name: any identifier PostgreSQL takes (it is always quoted).
-function toSchema (value = DEFAULT_SCHEMA) {
-  if (typeof value !== 'string' || value.length === 0 || Buffer.byteLength(value) > IDENTIFIER_MAX || value.includes('\0')) {
-    throw new SafeTypeError(`web-locks: the schema must be a name of 1 to ${IDENTIFIER_MAX} bytes.`)
-  }
-  return value
-}
-
-// A dollar-quote tag that the text does not contain, so that it cannot
-// end a string quoted with it.
-function dollarTag (text, base) {
-  let tag = `$${base}$`
-  for (let i = 0; text.includes(tag); i++) tag = `$${base}${i}$`
-  return tag
-}
-
-// The SQL that takes a schema from layout `from` (0: none) to `to` (by
-// default this version's): the migrations in between
-// (migrations/NNN-*.sql takes it to layout NNN), then, at this
-// version's layout, the functions re-created (schema.sql). Run as
-// one query, it is one transaction, with the search_path of SEARCH_PATH.
-// The name is in it as a quoted identifier, also inside function bodies and
-// the names of sequences given as strings ('@schema@.tokens'): these are
-// dollar-quoted with tags that the name does not contain, so that no quote
-// or dollar in a name ends them.
-function schemaSQL (value, from = 0, to = LAYOUT) {
-  const schema = toSchema(value)
-  if (!Number.isInteger(from) || from < 0 || from > to || !Number.isInteger(to) || to > LAYOUT) {
-    throw new SafeRangeError(`web-locks: layouts go from 0 to ${LAYOUT}.`)
-  }
-  const name = quoteIdentifier(schema)
-  const body = dollarTag(name, 'body')
-  const string = dollarTag(name, 'name')
-  const dir = path.join(__dirname, 'migrations')
-  const parts = [`SELECT pg_catalog.set_config('search_path', '${SEARCH_PATH}', true);\n`]
-  for (const file of fs.readdirSync(dir).sort()) {
-    const layout = Number(file.slice(0, 3))
-    if (layout > from && layout <= to) parts.push(fs.readFileSync(path.join(dir, file), 'utf8'))
-  }
-  if (to === LAYOUT) parts.push(fs.readFileSync(path.join(__dirname, 'schema.sql'), 'utf8'))
-  const text = parts.join('\n')
-  // (Replaced by functions: a replacement string would read '$$' in them.)
-  return text.replaceAll('$$', () => body)
-    .replace(/'@schema@\.(\w+)'/g, (_, object) => `${string}${name}.${object}${string}`)
-    .replaceAll('@schema@', () => name).replaceAll('@key@', () => String(schemaKey(schema)))
-}
-
-// What to grant, in SQL, where the role may not create or use the schema,
-// or what to run where it may not migrate it from `layout` (its owner can).
-async function privilegeError (client, schema, layout, cause) {
-  let role = 'the role'
-  let database = 'the database'
-  try {
-    const { rows } = await client.query('SELECT pg_catalog.quote_ident(current_user) AS role, pg_catalog.quote_ident(pg_catalog.current_database()) AS database')
-    role = rows[0].role
-    database = rows[0].database
-  } catch {}
-  const q = quoteIdentifier(schema)
-  if (layout > 0) {
-    const error = new Error(`web-locks: the schema ${q} has layout ${layout}, which ${role} may not migrate to layout ${LAYOUT} ` +
-      `(${cause.message}): have its owner open a lock manager on it once, or run the SQL of ` +
-      `require('web-locks').postgresSchema(${JSON.stringify(schema)}, ${layout}).`)
-    error.code = 'EACCES'
-    error.cause = cause
-    return error
-  }
-  const error = new Error(`web-locks: ${role} may not create or use the schema ${q} (${cause.message}). ` +
-    `Either GRANT CREATE ON DATABASE ${database} TO ${role}; or have the database's owner run the SQL of ` +
-    `require('web-locks').postgresSchema(${JSON.stringify(schema)}) and then GRANT USAGE ON SCHEMA ${q} TO ${role}; ` +
-    `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${q} TO ${role}; ` +
-    `GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA ${q} TO ${role};`)
-  error.code = 'EACCES'
-  error.cause = cause
-  return error
-}
-
-// The schema's layout, 0 if it has none yet.
-async function layoutOf (client, schema) {
-  const { rows } = await client.query('SELECT pg_catalog.to_regclass(pg_catalog.format(\'%I.meta\', $1::pg_catalog.text)) IS NOT NULL AS present', [schema])
-  if (!rows[0].present) return 0
-  const meta = await client.query(`SELECT value FROM ${quoteIdentifier(schema)}.meta WHERE key OPERATOR(pg_catalog.=) 'layout'`)
-  return meta.rows.length === 0 ? 0 : Number(meta.rows[0].value)
-}
-
-// Creates or migrates the schema from `layout` (what layoutOf() read), once,
-// whoever else is starting, under no lock that a role without rights on the
-// schema could take (an advisory lock, which any role can hold, would keep
-// every opener waiting). Made from nothing as one transaction: of two at
-// once, the second fails on a duplicate in the catalog, and ensureSchema()
-// looks again. Migrated in a transaction that locks the layout's row of
-// meta first, which only roles that may update the schema's tables can,
-// and reads the layout there, in its newest version; then the agents
-// table, as join() does, so that no agent joins meanwhile.
-async function migrate (client, target, layout) {
-  if (layout === 0) {
-    await client.query(schemaSQL(target.schema))
-    return LAYOUT
-  }
-  const q = quoteIdentifier(target.schema)
-  await client.query('BEGIN')
-  try {
-    const { rows } = await client.query(`SELECT value FROM ${q}.meta WHERE key OPERATOR(pg_catalog.=) 'layout' FOR UPDATE`)
-    const now = rows.length === 0 ? 0 : Number(rows[0].value)
-    if (now < LAYOUT) {
-      await client.query(`LOCK TABLE ${q}.agents IN SHARE UPDATE EXCLUSIVE MODE`)
-      await client.query(schemaSQL(target.schema, now))
-    }
-    await client.query('COMMIT')
-    return Math.max(now, LAYOUT)
-  } catch (error) {
-    await client.query('ROLLBACK').catch(ignore)
-    throw error
-  }
-}
-
-async function ensureSchema (client, target) {
-  let layout = 0
-  for (let tries = 1; ; tries++) {
-    try {
-      layout = await layoutOf(client, target.schema)
-      if (layout < LAYOUT) layout = await migrate(client, target, layout)
-      break
-    } catch (error) {
-      if (error.code === INSUFFICIENT_PRIVILEGE) throw await privilegeError(client, target.schema, layout, error)
-      if (!MADE_MEANWHILE.has(error.code) || tries === ENSURE_TRIES) throw error
-    }
-  }
-  if (layout !== LAYOUT) {
-    const error = new Error(`web-locks: the schema ${quoteIdentifier(target.schema)} has layout ${layout}; this version of web-locks uses layout ${LAYOUT}.`)
-    error.code = 'ELAYOUT'
-    throw error
-  }
-}
 
 function ignore () {}
 
@@ -308,69 +75,6 @@ function lostError (cause) {
   const error = domException('The lock was lost: the session with PostgreSQL ended.', 'AbortError')
   if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause, configurable: true, writable: true })
   return error
-}
-
-// The SQL of each call, with a statement name that is the schema's own, so
-// that each connection prepares it once. Join and leave, once per agent,
-// are not prepared: behind a pooler that passed checkOwnSession(), the same
-// name prepared by another client on that server connection would refuse
-// them (42P05), and the agent could not leave.
-//
-// A request on a free name, and its release, are each one update of the
-// name's row (see names in schema.sql), made by the statement
-// itself: as the call of a function, the update would start an executor
-// of its own besides the statement's, and cost a fifth more of the server's
-// time (measured with pgbench). The request statement hands everything
-// else to request() (COALESCE calls it only if the update found the name
-// not free); the release statement processes the queue only if it has to.
-//
-// Built-in functions and operators are named with their schema: through a
-// pool the statements run with whatever search_path the connection has,
-// and another role's public.nextval(text) would match nextval('...') better
-// than pg_catalog's, and run with this role's rights.
-function statements (target) {
-  const q = quoteIdentifier(target.schema)
-  const named = (name, text) => ({ name: `web_locks_${target.key}_${name}`, text })
-  const tag = dollarTag(q, 'name')
-  const tokens = `${tag}${q}.tokens${tag}`
-  const op = (operator) => `OPERATOR(pg_catalog.${operator})`
-  return {
-    // $1 scope, $2 clientId, $3 channel.
-    join: { text: `SELECT ${q}.join($1, $2, $3) AS agent, pg_catalog.pg_backend_pid() AS pid, (SELECT ceiling FROM ${q}.token_block) AS ceiling` },
-    // $1 agent, $2 local id, $3 scope, $4 name, $5 shared, $6 ifAvailable,
-    // $7 steal, $8 pooled, $9 the ceiling of the tokens that the session
-    // last saw (it only goes up): a token below it needs no more, else
-    // token_ceiling() raises it if it has to and says where it is now. The
-    // token is drawn for the row's newest version: if another transaction
-    // changed it, PostgreSQL evaluates the update again on that version, so
-    // it follows the release before it.
-    request: named('request', `WITH taken AS (
-        UPDATE ${q}.names SET held = 1, exclusive = NOT $5, holder_agent = $1, holder_local = $2,
-            holder_token = pg_catalog.nextval(${tokens}), holder_shared = $5
-          WHERE scope ${op('=')} $3 AND digest ${op('=')} pg_catalog.sha256($4) AND held ${op('=')} 0 AND NOT $7 AND NOT $8
-          RETURNING holder_token, id)
-      SELECT coalesce(t.holder_token, ${q}.request($1, $2, $3, $4, $5, $6, $7, $8)) AS token, t.id AS in_row,
-          CASE WHEN t.holder_token ${op('>=')} $9 THEN ${q}.token_ceiling(t.holder_token) END AS ceiling
-        FROM (SELECT) one LEFT JOIN taken t ON true`),
-    // $1 agent, $2 local id, $3 the name's id: a lock held in its row.
-    // Nothing is granted while locks are held (shared ones beside it).
-    releaseRow: named('release_row', `WITH freed AS (
-        UPDATE ${q}.names SET held = held ${op('-')} 1, holder_agent = NULL
-          WHERE id ${op('=')} $3 AND holder_agent ${op('=')} $1 AND holder_local ${op('=')} $2
-          RETURNING id, held, exclusive, queued, holder_token)
-      SELECT CASE WHEN held ${op('=')} 0 AND queued ${op('>')} 0 THEN ${q}.process(id, holder_token, 0, exclusive) ELSE 0 END AS granted
-        FROM freed`),
-    release: named('release', `SELECT ${q}.remove($1, $2, true) AS held`),
-    abort: named('abort', `SELECT ${q}.remove($1, $2, false) AS removed`),
-    leave: { text: `SELECT ${q}.leave($1)` },
-    sweep: named('sweep', `SELECT ${q}.sweep($1, $2) AS ended`),
-    // The watcher's wait for agent $1's end, while it is the neighbour of
-    // agent $3 of scope $2; $4: whether to look at its backend too.
-    wait: named('wait', `SELECT ${q}.ended($1, $4) AS ended WHERE ${q}.neighbour($2, $3) ${op('=')} $1`),
-    neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),
-    snapshot: named('snapshot', `SELECT held, name, shared, client_id FROM ${q}.snapshot($1)`),
-    cancel: named('cancel', 'SELECT pg_catalog.pg_cancel_backend($1)')
-  }
 }
 
 // Queries sent one at a time, in the order they were given, a list from
@@ -408,7 +112,7 @@ class Session {
   agent = 0
   // The backend the agent joined on: its life lock's holder.
   pid = 0
-  // The ceiling of the tokens as the session last saw it (see statements()).
+  // The ceiling of the tokens as the session last saw it (see statements.js).
   ceiling = '0'
   watcher = null
   // The watcher's backend, which its wait is cancelled by: behind a pooler
@@ -483,39 +187,8 @@ class PostgresBackend {
     return this.connecting
   }
 
-  connection () {
-    const { config, keepalive } = this.target
-    return new this.pg.Client({ application_name: 'web-locks', connectionTimeoutMillis: keepalive, ...config, keepAlive: true })
-  }
-
-  // The server ends the session once it has said nothing for `keepalive`
-  // (PostgreSQL 14 and later; older servers rely on TCP keepalives), or
-  // been idle that long in a transaction (a migration's), gives
-  // up on an unanswered send as soon, and sees a closed connection during a
-  // long statement within a second. And the statements run at READ
-  // COMMITTED whatever the role's or the database's default: they rely on
-  // it (see readCommitted()); with the search_path of SEARCH_PATH.
-  async configure (client) {
-    const ms = this.target.keepalive
-    const settings = [['search_path', SEARCH_PATH], ['default_transaction_isolation', 'read committed'],
-      // And one idle in a transaction: a migration's, whose locks keep
-      // every join of the schema waiting.
-      ['idle_session_timeout', ms], ['idle_in_transaction_session_timeout', ms], ['tcp_user_timeout', ms],
-      // A watcher whose process died stops waiting for its lock.
-      ['client_connection_check_interval', Math.min(ms, 1000)],
-      ['tcp_keepalives_idle', Math.max(1, Math.floor(ms / 2000))],
-      ['tcp_keepalives_interval', Math.max(1, Math.floor(ms / 6000))], ['tcp_keepalives_count', 3]]
-    for (const [name, value] of settings) {
-      try {
-        await client.query('SELECT pg_catalog.set_config($1, $2, false)', [name, String(value)])
-      } catch (error) {
-        if (error.code !== UNDEFINED_SETTING) throw error
-      }
-    }
-  }
-
   async join () {
-    const client = this.connection()
+    const client = connection(this.target, this.pg.Client)
     const session = new Session(client, this.target.pool)
     client.on('error', (error) => this.lose(session, error))
     client.on('end', () => this.lose(session, undefined))
@@ -523,7 +196,7 @@ class PostgresBackend {
     try {
       await client.connect()
       await this.checkOwnSession(client)
-      await this.configure(client)
+      await configure(client, this.target)
       await ensureSchema(client, this.target)
       // Each agent is a client of its own: a new clientId for each session.
       const { rows } = await client.query(this.sql.join, [this.target.scope, randomUUID(), session.channel])
@@ -557,7 +230,7 @@ class PostgresBackend {
   async checkOwnSession (client) {
     const pid = async (c) => (await c.query(BACKEND_PID)).rows[0].pid
     const own = await pid(client)
-    const probe = this.connection()
+    const probe = connection(this.target, this.pg.Client)
     probe.on('error', ignore)
     try {
       await probe.connect()
@@ -954,12 +627,12 @@ class PostgresBackend {
   }
 
   async watcherFor (session) {
-    const watcher = this.connection()
+    const watcher = connection(this.target, this.pg.Client)
     watcher.on('error', () => {})
     await watcher.connect()
     const stream = watcher.connection && watcher.connection.stream
     if (stream && typeof stream.unref === 'function') stream.unref()
-    await this.configure(watcher)
+    await configure(watcher, this.target)
     await watcher.query(`SET lock_timeout = ${WATCH_SLICE_MS}`)
     const { rows } = await watcher.query(BACKEND_PID)
     if (session.lost) {
@@ -1010,19 +683,4 @@ async function openPostgres (target) {
   return backend
 }
 
-// The statements rely on READ COMMITTED: a statement that waited for a
-// name's row reads its newest version (at REPEATABLE READ it would fail
-// with a serialization error: a release failing so ends the session). The
-// session sets it; a pool's connections must have it.
-async function readCommitted (pool) {
-  const { rows } = await pool.query("SELECT pg_catalog.current_setting('transaction_isolation') AS level")
-  if (rows[0].level !== 'read committed') {
-    const error = new Error(`web-locks: the pool's connections run transactions at ${rows[0].level.toUpperCase()}; ` +
-      'the lock manager\'s statements need READ COMMITTED (PostgreSQL\'s default): give a pool whose connections use it ' +
-      '(default_transaction_isolation), or a connection string.')
-    error.code = 'EISOLATION'
-    throw error
-  }
-}
-
-module.exports = { postgresTarget, openPostgres, schemaSQL, schemaKey }
+module.exports = { postgresTarget, openPostgres, schemaSQL }

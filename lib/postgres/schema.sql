@@ -3,7 +3,7 @@
 -- each one transaction, so that row locks on a name give the atomicity the
 -- native manager gets from its mutex. Their tables are made and changed by
 -- the numbered migrations in migrations/; this text re-creates the
--- functions after them, in the same transaction. lib/postgres/manager.js
+-- functions after them, in the same transaction. lib/postgres/schema.js
 -- runs it with @schema@ replaced by the quoted schema name and @key@ by the
 -- schema's advisory key (its own agents' life locks are (@key@, agent id)):
 -- when it migrates a schema, with the layout's row of meta and the agents
@@ -126,7 +126,7 @@ END $$;
 -- queue"), for an agent of p_scope, as a row of requests. Returns its token
 -- if it is granted now, 0 if it is queued, null if it is not available
 -- (ifAvailable). Robbed holders are notified '<local id> s'. The manager
--- calls this when its request statement (lib/postgres/manager.js) found
+-- calls this when its request statement (lib/postgres/statements.js) found
 -- the name not free in its row, or steals, or is pooled.
 --
 -- p_pooled: the call does not come on the agent's session, which may have

@@ -1,6 +1,6 @@
 -- Layout 1: the tables of the PostgreSQL lock manager (the functions are in
 -- ../schema.sql, re-created after every migration). A migration
--- runs once per schema, in the transaction that lib/postgres/manager.js runs
+-- runs once per schema, in the transaction that lib/postgres/schema.js runs
 -- the SQL in, with search_path pg_catalog, pg_temp, under the advisory lock
 -- (@key@, 0); it takes the schema from the layout before its number to its
 -- number, which it writes in meta.
@@ -87,7 +87,7 @@ CREATE INDEX ON @schema@.agents (scope, id);
 -- queue order), with no row in requests: an uncontended request and its
 -- release are then one update of this row each, with no index entry to
 -- write (none of these columns is indexed, so the updates can be heap-only).
--- The manager's request and release statements (lib/postgres/manager.js)
+-- The manager's request and release statements (lib/postgres/statements.js)
 -- make these updates themselves. The other held locks (the first on a new
 -- name, shared ones granted beside it, grants from the queue, thieves) and
 -- every queued request are rows of requests.
