@@ -22,11 +22,11 @@
 // nothing for that long (idle_session_timeout), which releases its locks.
 
 const { randomBytes, randomUUID } = require('crypto')
-const { domException, SafeBigInt, performanceNow } = require('../intrinsics.js')
-const { SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN } = require('../events.js')
+const { performanceNow } = require('../intrinsics.js')
 const { postgresTarget, quoteIdentifier, connection, configure, readCommitted, loadPg } = require('./options.js')
 const { schemaSQL, ensureSchema } = require('./schema.js')
 const { BACKEND_PID, statements } = require('./statements.js')
+const { Requests, closedError, lostError } = require('./requests.js')
 
 // The watcher waits in slices of this long: its statement holds a snapshot
 // while it waits, which holds back vacuum's horizon in the database: the
@@ -44,22 +44,11 @@ const BACKEND_LOOK_SLICES = 4
 // How often, and how long apart, close() cancels the watcher's wait.
 const CANCEL_TRIES = 20
 const CANCEL_WAIT_MS = 50
-// A notification: 'r' (an agent joined), '<local id> g <token>' (a grant
-// from the queue), '<local id> s' (a steal); local ids are below 2^53 and
-// tokens below 2^63.
-const NOTICE = /^(?:r|([1-9][0-9]{0,14}) (?:g ([1-9][0-9]{0,18})|s))$/
-const TOKEN_MAX = SafeBigInt('9223372036854775807')
-
 // PostgreSQL's SQLSTATEs that this file acts on.
 const LOCK_NOT_AVAILABLE = '55P03' // a lock wait past lock_timeout
 const PROTOCOL_VIOLATION = '08P01' // also PgBouncer's refusals
-const AGENT_GONE = 'WLGON'
 
 function ignore () {}
-
-function closedError () {
-  return domException('The lock manager was closed.', 'AbortError')
-}
 
 function pooledError (cause) {
   const error = new Error('web-locks: the connection reaches PostgreSQL through a pooler in transaction or statement mode ' +
@@ -68,12 +57,6 @@ function pooledError (cause) {
     'directly or through session-mode pooling (PgBouncer: pool_mode = session).')
   error.code = 'EPOOLED'
   if (cause !== undefined) error.cause = cause
-  return error
-}
-
-function lostError (cause) {
-  const error = domException('The lock was lost: the session with PostgreSQL ended.', 'AbortError')
-  if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause, configurable: true, writable: true })
   return error
 }
 
@@ -141,23 +124,7 @@ class PostgresBackend {
   target
   pg
   sql
-  // This agent's requests that the database may still hold, by local id:
-  // the number notifications name.
-  requests = new Map()
-  // The requests whose call is on its way, by local id: the session it was
-  // made on, or null while it waits for one to join (then it is not sent).
-  making = new Map()
-  // The requests that the database queued (its answer said so) and has not
-  // granted: a grant by notification is taken for these only.
-  waiting = new Set()
-  // Grants and steals notified before the request's answer was read (see
-  // notice()), by local id: the grant's token, or that it was robbed.
-  grantedEarly = new Map()
-  stolenEarly = new Set()
-  // The locks held in their name's row (granted at once on a free name),
-  // by local id: the name's id, which their release gives.
-  inRow = new Map()
-  nextId = 1
+  requests = new Requests(this)
   current = null
   connecting = null
   // Calls on their way: the session's socket keeps Node running while
@@ -192,7 +159,7 @@ class PostgresBackend {
     const session = new Session(client, this.target.pool)
     client.on('error', (error) => this.lose(session, error))
     client.on('end', () => this.lose(session, undefined))
-    client.on('notification', (message) => this.notified(session, message))
+    client.on('notification', (message) => this.requests.notified(session, message))
     try {
       await client.connect()
       await this.checkOwnSession(client)
@@ -329,188 +296,21 @@ class PostgresBackend {
     else stream.unref()
   }
 
-  // A notification on the session's channel (see NOTICE). Only a role that
-  // may read the agents table can learn the channel; and even so a payload
-  // is acted on only if it is well-formed and expected: a grant only for a
-  // request that the database queued, a steal only for a lock held or whose
-  // grant is on its way. pg calls this from its parser, where a throw would
-  // be uncaught: nothing here may throw.
-  notified (session, { channel, payload }) {
-    if (session !== this.current || channel !== session.channel || typeof payload !== 'string') return
-    try {
-      this.notice(session, payload)
-    } catch (error) {
-      this.lose(session, error)
-    }
-  }
-
-  notice (session, payload) {
-    const match = NOTICE.exec(payload)
-    if (match === null) return
-    const [, local, token] = match
-    if (local === undefined) {
-      session.notices++
-      this.neighbourJoined(session)
-      return
-    }
-    const id = Number(local)
-    const request = this.requests.get(id)
-    if (request === undefined) return
-    if (token !== undefined) {
-      if (SafeBigInt(token) > TOKEN_MAX) return
-      // pg emits notifications before it resolves the query they came
-      // with: the grant of a request whose answer is not read yet waits
-      // for it, and counts only if the answer says queued.
-      if (this.waiting.delete(id)) this.granted(request, token, true)
-      else if (this.making.get(id) === session) this.grantedEarly.set(id, token)
-    } else if (request.held) {
-      this.forget(request)
-      request.deliver(EV_STOLEN)
-    } else if (this.making.get(id) === session) {
-      // Granted (at once, or by a notification before the answer) and
-      // robbed before the answer was read: the answer delivers both, the
-      // grant first, as the spec orders them.
-      this.stolenEarly.add(id)
-    }
-  }
-
-  // A grant that the database made: the answer's token, or a notified one.
-  granted (request, token, waited) {
-    if (waited) request.queued()
-    request.token = SafeBigInt(token)
-    if (this.stolenEarly.delete(request.id)) {
-      this.forget(request)
-      request.deliver(EV_GRANTED | EV_STOLEN)
-    } else {
-      request.deliver(EV_GRANTED)
-    }
-  }
-
+  // A request's part of the interface is its record's (requests.js).
   request (name, how, request) {
-    const id = this.nextId++
-    request.id = id
-    this.requests.set(id, request)
-    this.refresh()
-    const make = (session) => {
-      if (this.requests.get(id) !== request) return // aborted or dropped meanwhile
-      this.making.set(id, session)
-      const values = [session.agent, id, this.target.scope, Buffer.from(name, 'utf16le'),
-        (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0, this.target.pool !== null, session.ceiling]
-      this.call(session, this.sql.request, values).then(({ rows }) => {
-        this.making.delete(id)
-        // Its token if granted, '0' if queued, null if not available.
-        const { token, in_row: inRow, ceiling } = rows[0]
-        if (ceiling !== null) session.ceiling = ceiling
-        if (this.requests.get(id) !== request) return
-        const early = this.grantedEarly.get(id)
-        this.grantedEarly.delete(id)
-        if (token === null) {
-          request.deliver(EV_UNAVAILABLE)
-        } else if (token === '0') {
-          if (early === undefined) this.waiting.add(id)
-          else this.granted(request, early, true)
-        } else {
-          if (inRow !== null) this.inRow.set(id, inRow)
-          this.granted(request, token, false)
-        }
-      }, (error) => {
-        this.making.delete(id)
-        this.failed(session, request, error)
-      })
-    }
-    // With a session, at once; else once one has joined.
-    if (this.current !== null) {
-      make(this.current)
-    } else {
-      this.making.set(id, null)
-      this.session().then(make, (error) => {
-        if (this.requests.get(id) !== request) return
-        this.forget(request)
-        request.drop(error)
-      })
-    }
-    // Whether it waits is known once its call is done (see queued()).
-    return false
+    return this.requests.request(name, how, request)
   }
 
-  // A call for a request failed: if the session is gone, or the call's
-  // outcome is not known, the session ends and every request goes; else
-  // this one rejects with the error.
-  failed (session, request, error) {
-    // An unknown outcome: through a pool the session is still there, and
-    // would keep a request that no one here waits for.
-    if (!this.fromServer(error) || error.code === AGENT_GONE) {
-      this.lose(session, error)
-      return
-    }
-    if (this.requests.get(request.id) !== request) return
-    this.forget(request)
-    request.drop(error)
+  release (request) {
+    return this.requests.release(request)
+  }
+
+  abort (request) {
+    this.requests.abort(request)
   }
 
   forget (request) {
-    const id = request.id
-    this.requests.delete(id)
-    this.making.delete(id)
-    this.waiting.delete(id)
-    this.grantedEarly.delete(id)
-    this.stolenEarly.delete(id)
-    this.inRow.delete(id)
-    this.refresh()
-  }
-
-  // Whether the lock was still held, or the error of a lost session: a
-  // promise that never rejects. A release that fails in the database (the
-  // statement cancelled, or timed out) would leave the lock held there by
-  // a live agent: the session is ended instead, so that PostgreSQL frees
-  // all its locks, which count as lost.
-  release (request) {
-    const inRow = this.inRow.get(request.id)
-    this.forget(request)
-    const session = this.current
-    if (session === null) return Promise.resolve(lostError())
-    const lost = (error) => {
-      this.lose(session, error)
-      return lostError(error)
-    }
-    if (inRow !== undefined) {
-      return this.call(session, this.sql.releaseRow, [session.agent, request.id, inRow])
-        .then(({ rows }) => rows.length === 1, lost)
-    }
-    return this.call(session, this.sql.release, [session.agent, request.id])
-      .then(({ rows }) => rows[0].held === true, lost)
-  }
-
-  // Whether a call's error came from the server, which then rolled its
-  // transaction back. Any other (a connection lost mid-call) leaves the
-  // call's outcome unknown: it may have been made in the database or not.
-  fromServer (error) {
-    return error instanceof this.pg.DatabaseError
-  }
-
-  // The spec's abort steps run when the signal fires, before anything
-  // requested after them: the abort call goes now, behind the request's own
-  // call if it is on its way (the agent's calls reach the database in
-  // order) and before any later call. A request whose call is not sent yet
-  // (the session still joining) is never made. If it was granted meanwhile,
-  // the grant arrives and the shim releases it (the spec's abort after a
-  // grant).
-  abort (request) {
-    if (this.requests.get(request.id) !== request) return
-    if (this.making.get(request.id) === null) this.forget(request)
-    else this.abortQueued(request)
-  }
-
-  abortQueued (request) {
-    const session = this.current
-    if (session === null) return
-    this.call(session, this.sql.abort, [session.agent, request.id]).then(({ rows }) => {
-      if (rows[0].removed && this.requests.get(request.id) === request) this.forget(request)
-    }, (error) => {
-      // Refused by the server: still queued, and released once granted.
-      // Else it may have left the queue, and nothing would end it here.
-      if (!this.fromServer(error)) this.lose(session, error)
-    })
+    this.requests.forget(request)
   }
 
   async query () {
@@ -528,23 +328,12 @@ class PostgresBackend {
 
   close () {
     this.closed = true
-    this.dropAll(closedError())
+    this.requests.dropAll(closedError())
     const session = this.current
     this.current = null
     if (session !== null) return this.end(session, true)
     if (this.connecting !== null) return this.connecting.then(() => {}, () => {})
     return undefined
-  }
-
-  dropAll (error) {
-    const dropped = [...this.requests.values()]
-    this.requests.clear()
-    this.making.clear()
-    this.waiting.clear()
-    this.grantedEarly.clear()
-    this.stolenEarly.clear()
-    this.inRow.clear()
-    for (const request of dropped) request.drop(error)
   }
 
   // The session ended or the agent was ended: every request of it is lost.
@@ -556,7 +345,7 @@ class PostgresBackend {
     session.lost = true
     if (session !== this.current) return
     this.current = null
-    this.dropAll(lostError(cause))
+    this.requests.dropAll(lostError(cause))
     this.end(session, leave)
   }
 
