@@ -1,5 +1,5 @@
 'use strict';
-// The PostgreSQL manager's ring of watchers (lib/postgres/manager.js, watch()):
+// The PostgreSQL manager's ring of watchers (lib/postgres/watch.js, run()):
 // each agent waits for the life lock of the next agent of the scope, and an
 // agent that joins tells the one before it ('r') to watch it instead. Here
 // the 'r' comes at the moments the watch loop is not waiting: with the

@@ -214,8 +214,7 @@ class Requests {
     if (match === null) return
     const [, local, token] = match
     if (local === undefined) {
-      session.notices++
-      this.backend.neighbourJoined(session)
+      session.watch.joined()
       return
     }
     const record = this.records.get(Number(local))

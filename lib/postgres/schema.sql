@@ -318,7 +318,7 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
       AND l.objid = a.id::oid AND l.objsubid = 2 AND l.pid = a.pid AND l.mode = 'ExclusiveLock' AND l.granted)
 $$;
 
--- The watcher's wait (lib/postgres/manager.js): true once agent p_agent's
+-- The watcher's wait (lib/postgres/watch.js): true once agent p_agent's
 -- session has ended. At once if p_backend and its backend is gone; else
 -- once its life lock is free, taken and dropped in shared mode, a wait
 -- that the caller's lock_timeout bounds. Any role may hold or queue for

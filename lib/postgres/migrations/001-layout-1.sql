@@ -126,7 +126,7 @@ CREATE UNLOGGED TABLE @schema@.requests (
 -- ahead of the queue, has the id 0). Each step reads the queue after a
 -- bound, past the held locks and the dead entries of requests that have
 -- gone, which stay until vacuum's horizon passes them (see names above, and
--- the watcher's slices in lib/postgres/manager.js). The token is in no
+-- the watcher's slices in lib/postgres/watch.js). The token is in no
 -- index, so that a grant from the queue is a heap-only update; and no index
 -- is partial, since the planner may then scan one whole for a request
 -- looked up by its primary key, believing it small.
