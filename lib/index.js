@@ -5,7 +5,7 @@
 // is a backend behind one interface (manager-process.js says what it is):
 // the process-wide one (`locks`), the machine-wide ones (openLockManager,
 // manager-machine.js) and those in PostgreSQL (openLockManager with a
-// `postgres` option, manager-postgres.js). The backend decides who holds
+// `postgres` option, postgres/manager.js). The backend decides who holds
 // what; this file only runs callbacks and settles promises on this thread.
 
 const diagnostics = require('diagnostics_channel')
@@ -20,7 +20,7 @@ const {
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
 const { machineTarget, openMachine, machineBackend } = require('./manager-machine.js')
-const { postgresTarget, openPostgres, schemaSQL } = require('./manager-postgres.js')
+const { postgresTarget, openPostgres, schemaSQL } = require('./postgres/manager.js')
 const { MACHINE_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
 const {
   SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN, EV_FAILED, IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI

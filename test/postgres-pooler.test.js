@@ -12,7 +12,7 @@ const { postgres } = require('./fixtures/postgres');
 const { pgbouncerBinary, startPgbouncer } = require('./fixtures/pgbouncer');
 
 const INSTALLED = pgbouncerBinary() !== null;
-// The wait of a watcher (manager-postgres.js, waitFor(): a statement named
+// The wait of a watcher (lib/postgres/watch.js, waitFor(): a statement named
 // after it), and what a cancelled statement fails with.
 const WAIT_NAME = /_wait$/;
 const QUERY_CANCELED = '57014';

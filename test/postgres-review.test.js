@@ -9,7 +9,8 @@ const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres, loginRole } = require('./fixtures/postgres');
 const { pgbouncerBinary, startPgbouncer } = require('./fixtures/pgbouncer');
 const { within } = require('./stress/scopes');
-const { schemaKey, schemaSQL } = require('../lib/manager-postgres.js');
+const { schemaKey } = require('../lib/postgres/options.js');
+const { schemaSQL } = require('../lib/postgres/schema.js');
 
 const PKG = path.resolve(__dirname, '..');
 

@@ -1,5 +1,5 @@
 'use strict';
-// The PostgreSQL manager's ring of watchers (manager-postgres.js, watch()):
+// The PostgreSQL manager's ring of watchers (lib/postgres/watch.js, run()):
 // each agent waits for the life lock of the next agent of the scope, and an
 // agent that joins tells the one before it ('r') to watch it instead. Here
 // the 'r' comes at the moments the watch loop is not waiting: with the
@@ -25,7 +25,7 @@ const { postgres } = require('./fixtures/postgres');
 const SEEN_MS = 5000;
 
 // The manager's statements are named after what they do (statements() in
-// manager-postgres.js), its watcher's wait too.
+// lib/postgres/statements.js), its watcher's wait too.
 function nameOf(args) {
   const first = args[0];
   return (first !== null && typeof first === 'object' && first.name) || '';

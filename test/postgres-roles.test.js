@@ -16,7 +16,7 @@
 const assert = require('node:assert/strict');
 const { api, holdOn, only, isDOMException, scopeName } = require('./fixtures/util');
 const { postgres, loginRole } = require('./fixtures/postgres');
-const { schemaKey } = require('../lib/manager-postgres.js');
+const { schemaKey } = require('../lib/postgres/options.js');
 
 const ROLE = `wl_attacker_${process.pid}`;
 const PASSWORD = 'attacker';

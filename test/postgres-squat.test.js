@@ -15,7 +15,8 @@ const { api, holdOn, only, isDOMException, scopeName } = require('./fixtures/uti
 const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres, loginRole, grantSchema } = require('./fixtures/postgres');
 const { within } = require('./stress/scopes');
-const { schemaKey, schemaSQL } = require('../lib/manager-postgres.js');
+const { schemaKey } = require('../lib/postgres/options.js');
+const { schemaSQL } = require('../lib/postgres/schema.js');
 
 const ROLE = `wl_squatter_${process.pid}`;
 const PASSWORD = 'squatter';

@@ -1,5 +1,5 @@
 'use strict';
-// The PostgreSQL manager's sweep (postgres-schema.sql, sweep()): the agents
+// The PostgreSQL manager's sweep (lib/postgres/schema.sql, sweep()): the agents
 // whose sessions have ended are ended by whoever sweeps (a watcher, a
 // joining agent), many at once after a server's restart. Two sweeps at
 // once must not deadlock: the loser's caller would get the error (a join,

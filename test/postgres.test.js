@@ -143,7 +143,8 @@ describe('openLockManager (PostgreSQL)', function () {
     });
 
     it('migrates a schema of layout 1 with a live agent in it: that agent keeps its channel, and is robbed and granted on it', async function () {
-      const { schemaSQL, schemaKey } = require('../lib/manager-postgres.js');
+      const { schemaSQL } = require('../lib/postgres/schema.js');
+      const { schemaKey } = require('../lib/postgres/options.js');
       const schema = `wl_upgrade_${process.pid}`;
       const scope = scopeName('upgrade');
       const key = schemaKey(schema);
@@ -219,7 +220,7 @@ describe('openLockManager (PostgreSQL)', function () {
     });
 
     it('tells a role that may use but not migrate a schema of layout 2 what its owner must run, and works once it ran it', async function () {
-      const { schemaSQL } = require('../lib/manager-postgres.js');
+      const { schemaSQL } = require('../lib/postgres/schema.js');
       const role = `wl_user_${process.pid}`;
       const schema = `wl_old_${process.pid}`;
       const as = await loginRole(admin, url, role, 'user');

@@ -436,7 +436,7 @@ function postgresTargets (rows, add, result) {
           sizes.map((n) => `${format.time(at(n))} at ${n.toLocaleString('en-US')}`).join(', '))
       }
       return `${parts.join('; ')}. A request and a release decide from the name's row, and the queue's processing ` +
-        '(process() in lib/postgres-schema.sql) reads the name\'s requests in id order from a bound and stops at its first ' +
+        '(process() in lib/postgres/schema.sql) reads the name\'s requests in id order from a bound and stops at its first ' +
         'row, so none should read the whole queue: a plan that does (a bitmap scan and a sort, in auto_explain) is the ' +
         'first suspect; a growth this small may also come from the indexes\' depth and the machine\'s load (see the load line).'
     })

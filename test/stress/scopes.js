@@ -65,7 +65,7 @@ async function machineWide({ openLockManager, scope, dir }) {
 //   gone. The server ends a backend as soon as its socket closes, the watcher
 //   that waits for its life lock wakes at once and sweeps it in one
 //   transaction: tens of milliseconds; a ring that missed the agent sees it
-//   within the watchers' slice (manager-postgres.js's WATCH_SLICE_MS, 250 ms),
+//   within the watchers' slice (lib/postgres/watch.js's WATCH_SLICE_MS, 250 ms),
 //   which test/postgres-ring.test.js takes away to check the ring alone.
 //   10 s allows an order of magnitude more for a loaded machine.
 // - SERVER_BOUND_MS: a fast shutdown, or a start (crash recovery is not

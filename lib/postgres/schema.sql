@@ -2,8 +2,8 @@
 -- abort, process the queue, snapshot, agent termination) as SQL functions,
 -- each one transaction, so that row locks on a name give the atomicity the
 -- native manager gets from its mutex. Their tables are made and changed by
--- the numbered migrations in postgres-migrations/; this text re-creates the
--- functions after them, in the same transaction. lib/manager-postgres.js
+-- the numbered migrations in migrations/; this text re-creates the
+-- functions after them, in the same transaction. lib/postgres/schema.js
 -- runs it with @schema@ replaced by the quoted schema name and @key@ by the
 -- schema's advisory key (its own agents' life locks are (@key@, agent id)):
 -- when it migrates a schema, with the layout's row of meta and the agents
@@ -53,7 +53,7 @@ BEGIN
 END $$;
 
 -- Moves the counter to the ceiling after a crash (token_live empty): see
--- the tokens sequence (postgres-migrations/001-layout-1.sql). join() calls
+-- the tokens sequence (migrations/001-layout-1.sql). join() calls
 -- it.
 CREATE OR REPLACE FUNCTION @schema@.token_restart() RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -126,7 +126,7 @@ END $$;
 -- queue"), for an agent of p_scope, as a row of requests. Returns its token
 -- if it is granted now, 0 if it is queued, null if it is not available
 -- (ifAvailable). Robbed holders are notified '<local id> s'. The manager
--- calls this when its request statement (lib/manager-postgres.js) found
+-- calls this when its request statement (lib/postgres/statements.js) found
 -- the name not free in its row, or steals, or is pooled.
 --
 -- p_pooled: the call does not come on the agent's session, which may have
@@ -295,7 +295,7 @@ END $$;
 
 -- Whether agent p_agent's backend is still there, as pg_stat_activity
 -- shows it: the pid, the role and the start recorded when it joined
--- (postgres-migrations/003-backend-identity.sql). Another role's backends
+-- (migrations/003-backend-identity.sql). Another role's backends
 -- have another role, and a later backend of the same pid another start.
 -- The start of another role's session is shown only to members of that
 -- role and of pg_read_all_stats: unknown (null), the pid and the role
@@ -318,7 +318,7 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
       AND l.objid = a.id::oid AND l.objsubid = 2 AND l.pid = a.pid AND l.mode = 'ExclusiveLock' AND l.granted)
 $$;
 
--- The watcher's wait (lib/manager-postgres.js): true once agent p_agent's
+-- The watcher's wait (lib/postgres/watch.js): true once agent p_agent's
 -- session has ended. At once if p_backend and its backend is gone; else
 -- once its life lock is free, taken and dropped in shared mode, a wait
 -- that the caller's lock_timeout bounds. Any role may hold or queue for

@@ -1,6 +1,6 @@
 -- Layout 1: the tables of the PostgreSQL lock manager (the functions are in
--- ../postgres-schema.sql, re-created after every migration). A migration
--- runs once per schema, in the transaction that lib/manager-postgres.js runs
+-- ../schema.sql, re-created after every migration). A migration
+-- runs once per schema, in the transaction that lib/postgres/schema.js runs
 -- the SQL in, with search_path pg_catalog, pg_temp, under the advisory lock
 -- (@key@, 0); it takes the schema from the layout before its number to its
 -- number, which it writes in meta.
@@ -87,7 +87,7 @@ CREATE INDEX ON @schema@.agents (scope, id);
 -- queue order), with no row in requests: an uncontended request and its
 -- release are then one update of this row each, with no index entry to
 -- write (none of these columns is indexed, so the updates can be heap-only).
--- The manager's request and release statements (lib/manager-postgres.js)
+-- The manager's request and release statements (lib/postgres/statements.js)
 -- make these updates themselves. The other held locks (the first on a new
 -- name, shared ones granted beside it, grants from the queue, thieves) and
 -- every queued request are rows of requests.
@@ -126,7 +126,7 @@ CREATE UNLOGGED TABLE @schema@.requests (
 -- ahead of the queue, has the id 0). Each step reads the queue after a
 -- bound, past the held locks and the dead entries of requests that have
 -- gone, which stay until vacuum's horizon passes them (see names above, and
--- the watcher's slices in lib/manager-postgres.js). The token is in no
+-- the watcher's slices in lib/postgres/watch.js). The token is in no
 -- index, so that a grant from the queue is a heap-only update; and no index
 -- is partial, since the planner may then scan one whole for a request
 -- looked up by its primary key, believing it small.
