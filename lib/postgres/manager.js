@@ -100,8 +100,6 @@ class PostgresBackend {
     if (this.connecting === null) {
       this.connecting = join(this).then((session) => {
         this.connecting = null
-        this.current = session
-        this.refresh()
         return session
       }, (error) => {
         this.connecting = null

@@ -125,6 +125,10 @@ async function join (backend) {
   }
   keepAlive(backend, session)
   session.watch.run()
+  // In the same turn as the look at closed: a close() from now on finds the
+  // session and ends it, one before it was seen above.
+  backend.current = session
+  backend.refresh()
   return session
 }
 
@@ -173,7 +177,8 @@ function keepAlive (backend, session) {
     const quiet = performanceNow() - line.since
     if (line.asking && quiet > limit) {
       backend.lose(session, new Error(`web-locks: PostgreSQL did not answer for ${limit} ms`))
-      session.client.connection.stream.destroy()
+      const stream = session.client.connection && session.client.connection.stream
+      if (stream) stream.destroy()
     } else if (!line.asking && quiet >= limit / 3) {
       line.ask(BACKEND_PID).then(({ rows }) => {
         if (rows[0].pid !== session.pid) backend.lose(session, pooledError(), true)
