@@ -9,7 +9,7 @@ const { performanceNow } = require('../intrinsics.js')
 const { quoteIdentifier, connection, configure } = require('./options.js')
 const { ensureSchema } = require('./schema.js')
 const { BACKEND_PID } = require('./statements.js')
-const { closedError } = require('./requests.js')
+const { closedError, lostError } = require('./requests.js')
 const { Watch } = require('./watch.js')
 
 const PROTOCOL_VIOLATION = '08P01' // also PgBouncer's refusals
@@ -122,6 +122,12 @@ async function join (backend) {
   if (backend.closed) {
     end(backend, session, true)
     throw closedError()
+  }
+  // Lost while it joined (its connection ended during a call through the
+  // user's pool): lose() did not end it, as it was not current yet.
+  if (session.lost) {
+    end(backend, session, false)
+    throw lostError()
   }
   keepAlive(backend, session)
   session.watch.run()

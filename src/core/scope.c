@@ -26,7 +26,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -78,8 +77,8 @@ static void wl__map_region(wl_manager_t *m) {
 
 /* Initialises the file's first page and its region. */
 static int wl__init_file(wl__file_t *f, uint64_t size) {
-  struct timespec ts;
   wl_manager_t tmp;
+  uint64_t seed;
   int rc;
 
   memset(f, 0, sizeof(*f));
@@ -91,11 +90,10 @@ static int wl__init_file(wl__file_t *f, uint64_t size) {
   f->abi = WL__ABI;
   f->size = size;
   f->region_off = WL__PAGE;
-  timespec_get(&ts, TIME_UTC);
-  rc = wl__region_init(&tmp, (char *)f + WL__PAGE, size - WL__PAGE,
-                       wl__fmix((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec ^
-                                wl__os_entropy()));
-  if (rc != 0)
+  /* Unpredictable to other users, who may choose the names. */
+  if ((rc = wl__os_draw(&seed)) != 0 ||
+      (rc = wl__region_init(&tmp, (char *)f + WL__PAGE, size - WL__PAGE,
+                            seed)) != 0)
     return rc;
   /* Everything above reaches the file before any process sees it ready. */
   __atomic_store_n(&f->ready, WL__READY, __ATOMIC_RELEASE);
