@@ -86,7 +86,7 @@ export interface SharedLockManager extends LockManager {
 export declare const locks: LockManager
 
 export interface OpenLockManagerOptions {
-  /** The directory of the scope's file (default `/dev/shm`). */
+  /** The directory of the scope's file (default `/dev/shm` on Linux, `/tmp` on macOS). */
   dir?: string
   /**
    * The file's size in bytes when this call creates it: whole 4096-byte

@@ -1,7 +1,7 @@
 'use strict'
 
 // The machine-wide lock manager behind openLockManager(scope): the core's
-// state in a file (by default in /dev/shm) that every process opening the
+// state in a file (by default in /dev/shm, /tmp on macOS) that every process opening the
 // scope maps. The file is created on first use; the binding maps it once per
 // process, and each thread that opens it is one agent. Linux only.
 
@@ -11,7 +11,6 @@ const { domException, realmError, SafeTypeError, SafeRangeError } = require('./i
 const { agentOf, nativeBackend } = require('./manager-process.js')
 const { checkScope, openFailure } = require('./options.js')
 
-const DEFAULT_DIR = '/dev/shm'
 const DEFAULT_SIZE = 16 * 1024 * 1024
 const DEFAULT_MODE = 0o600
 const PAGE = 4096
@@ -34,13 +33,22 @@ function misreadInC (value) {
   return null
 }
 
+// Where a scope's file goes unless `dir` says: a directory that every
+// user's processes share and that a restart empties, as a scope's file
+// outlives no process: /dev/shm on Linux (memory, not disk), /tmp on macOS,
+// which has no /dev/shm (its $TMPDIR is one user's).
+function defaultDir (platform = process.platform) {
+  return platform === 'darwin' ? '/tmp' : '/dev/shm'
+}
+
 // The options of openLockManager(scope, options), read once each.
 function toMachineOptions (options) {
-  if (options === undefined || options === null) return { dir: DEFAULT_DIR, size: DEFAULT_SIZE, mode: DEFAULT_MODE }
+  const home = defaultDir()
+  if (options === undefined || options === null) return { dir: home, size: DEFAULT_SIZE, mode: DEFAULT_MODE }
   if (typeof options !== 'object' && typeof options !== 'function') {
     throw new SafeTypeError(openFailure('the options must be an object.'))
   }
-  const { dir = DEFAULT_DIR, size = DEFAULT_SIZE, mode = DEFAULT_MODE } = options
+  const { dir = home, size = DEFAULT_SIZE, mode = DEFAULT_MODE } = options
   if (typeof dir !== 'string' || dir.length === 0) throw new SafeTypeError(openFailure('the dir option must be a non-empty string.'))
   const misread = misreadInC(dir)
   if (misread !== null) throw new SafeTypeError(openFailure(`the dir option must not contain ${misread}.`))
@@ -121,4 +129,4 @@ function openMachine (binding, { file, size, mode }) {
   return agentOf(handle, file)
 }
 
-module.exports = { machineTarget, openMachine, machineBackend }
+module.exports = { machineTarget, openMachine, machineBackend, defaultDir }

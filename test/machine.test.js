@@ -88,6 +88,13 @@ const linux = process.platform === 'linux';
       assert.equal(fs.statSync(path.join(dir, 'web-locks.mode-group')).mode & 0o777, 0o660);
     });
 
+    it('chooses /dev/shm by default on Linux and /tmp on macOS: a directory every user shares that a restart empties', function () {
+      const { defaultDir } = require('../lib/manager-machine.js');
+      assert.equal(defaultDir('linux'), '/dev/shm');
+      assert.equal(defaultDir('darwin'), '/tmp');
+      assert.equal(defaultDir(), process.platform === 'darwin' ? '/tmp' : '/dev/shm');
+    });
+
     it('puts the file in /dev/shm by default', async function () {
       const scope = `default-dir-${process.pid}`;
       const m = await openLockManager(scope);
