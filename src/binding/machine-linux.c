@@ -136,7 +136,7 @@ static const char *wlb__code_name(int rc) {
   case WL_ECORRUPT:
     return "ECORRUPT";
   default:
-    return uv_err_name(rc);
+    return wlb__uv_name(rc);
   }
 }
 
@@ -200,7 +200,7 @@ static int wlb__join(wlb_thread_t *t, wlb_agent_t *a, const char *path,
     snprintf(err, errlen, "cannot join the manager in %s: %s", path,
              rc == WL_ENOMEM     ? "it is full"
              : rc == WL_ECORRUPT ? "its state is corrupt"
-                                 : uv_strerror(rc));
+                                 : wlb__uv_message(rc));
     return rc;
   }
   rc = uv_poll_init(t->loop, &a->poll, wl_agent_wake_fd(&a->agent));
@@ -220,7 +220,7 @@ static int wlb__join(wlb_thread_t *t, wlb_agent_t *a, const char *path,
   }
   if (rc != 0)
     snprintf(err, errlen, "cannot poll the manager in %s: %s", path,
-             uv_strerror(rc));
+             wlb__uv_message(rc));
   return rc;
 }
 
@@ -266,7 +266,8 @@ static napi_value wlb_open(napi_env env, napi_callback_info info) {
     if (!a->closed)
       free(a);
     if (err[0] == '\0')
-      snprintf(err, sizeof(err), "cannot open %s: %s", path, uv_strerror(rc));
+      snprintf(err, sizeof(err), "cannot open %s: %s", path,
+               wlb__uv_message(rc));
     napi_throw_error(env, wlb__code_name(rc), err);
     return NULL;
   }
