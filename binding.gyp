@@ -22,7 +22,7 @@
             "src/core/machine.c", "src/core/recover.c", "src/core/scope.c", "src/core/owners.c",
             "src/os/linux/file.c",
             "src/os/linux/life.c", "src/os/linux/wake.c", "src/os/linux/watch.c",
-            "src/binding/machine-linux.c"
+            "src/binding/machine-linux.c", "src/binding/waker.c"
           ]
         }, {
           "sources": ["src/binding/machine-none.c"]

@@ -115,14 +115,13 @@ function openMachine (binding, { file, size, mode }) {
       : 'it needs Linux'
     throw domException(openFailure(`this build of web-locks has no machine-wide lock manager (${why}).`), 'NotSupportedError')
   }
-  // Bun aborts the process when an addon polls a descriptor (uv_poll_init),
-  // which is how another process wakes this one.
-  if (process.versions.bun !== undefined) {
-    throw domException(openFailure('the machine-wide lock manager does not run under Bun (it has no uv_poll for addons).'), 'NotSupportedError')
-  }
   let handle
   try {
-    handle = binding.open(file, size, mode, randomUUID())
+    // Whether the thread's loop can poll the agent's FIFO, through which
+    // other processes wake it: Bun aborts the process when an addon polls a
+    // descriptor (uv_poll_init), and a thread of the binding's polls them
+    // there (src/binding/waker.c).
+    handle = binding.open(file, size, mode, randomUUID(), process.versions.bun === undefined)
   } catch (error) {
     throw realmError(error, 'web-locks: ')
   }

@@ -4,11 +4,15 @@
 // The package under the other runtimes (Linux x64), each from npm (cached:
 // npm-cache.js). Bun (@oven/bun-linux-x64):
 // - the mocha suites that apply to Bun, run by Bun: the process-wide
-//   manager, the polyfill, and test/bun.test.js (openLockManager(scope)
-//   rejects with a NotSupportedError there);
+//   manager, the machine-wide one (its agents woken by the binding's waker
+//   thread there: Bun has no uv_poll for addons), the polyfill, and
+//   test/bun.test.js (what differs under Bun);
+// - the conformance suite again with agents in separate Bun processes on a
+//   machine-wide scope (WEB_LOCKS_TEST_AGENTS=processes), and the
+//   cross-process stress test on a machine-wide scope;
 // - web-locks/polyfill under Bun's own runner: bun test --preload.
-// Not the machine-wide manager (Bun has no uv_poll for addons) nor the
-// PostgreSQL one (its tests need Node's child processes and servers).
+// Not the PostgreSQL manager (its tests need Node's child processes and
+// servers).
 // Deno (@deno/linux-x64-glibc): require() throws an ENOTSUP error that names
 // the cause, and the process goes on (loading the addon would end it).
 //
@@ -24,7 +28,8 @@ const ROOT = path.resolve(__dirname, '..')
 const BUN = '@oven/bun-linux-x64@1.4'
 const DENO = '@deno/linux-x64-glibc@2'
 const SUITES = ['request', 'threads', 'steal', 'signal', 'query', 'keep-alive', 'thread-end', 'polyfill', 'esm', 'names',
-  'validation', 'callback', 'classes', 'async-context', 'diagnostics', 'if-available', 'bad-input', 'token', 'abort-event', 'bun']
+  'validation', 'callback', 'classes', 'async-context', 'diagnostics', 'if-available', 'bad-input', 'token', 'abort-event', 'bun',
+  'machine', 'machine-hostile', 'machine-full-crash', 'environment']
 
 function fail (message) {
   console.error(`test-runtimes: ${message}`)
@@ -36,8 +41,8 @@ function bun () {
   return cachedPackage('bun', BUN, path.join('bin', 'bun'))
 }
 
-function run (bin, args) {
-  const r = spawnSync(bin, args, { cwd: ROOT, stdio: 'inherit' })
+function run (bin, args, env = {}) {
+  const r = spawnSync(bin, args, { cwd: ROOT, stdio: 'inherit', env: Object.assign({}, process.env, env) })
   if (r.error) fail(r.error.message)
   return r.status
 }
@@ -71,9 +76,11 @@ function main () {
   console.log(`test-runtimes: Bun ${spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout.trim()}`)
   const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')
   const suites = run(bin, [mocha, '--no-config', '--timeout', '20000', ...SUITES.map((s) => path.join('test', `${s}.test.js`))])
+  const agents = run(bin, [mocha, '--config', path.join('test', 'agents.mocharc.json')], { WEB_LOCKS_TEST_AGENTS: 'processes' })
+  const stress = run(bin, [mocha, '--no-config', '--grep', 'many processes on one scope', path.join('test', 'stress.test.js')])
   const polyfill = run(bin, ['test', '--preload', path.join(ROOT, 'polyfill.js'), path.join(ROOT, 'test', 'bun')])
   const deno = denoRefuses()
-  process.exit(suites !== 0 || polyfill !== 0 || !deno ? 1 : 0)
+  process.exit([suites, agents, stress, polyfill].some((status) => status !== 0) || !deno ? 1 : 0)
 }
 
 main()

@@ -421,7 +421,7 @@ function pending(context, reason) {
     const m = await openLockManager('other', { dir });
     try {
       const binding = require(path.join(PKG, 'lib', 'binding.js'));
-      assert.throws(() => binding.open(`${image}\0/web-locks.s`, 8192, 0o600, 'id'), (err) => err instanceof TypeError && /null bytes/.test(err.message));
+      assert.throws(() => binding.open(`${image}\0/web-locks.s`, 8192, 0o600, 'id', true), (err) => err instanceof TypeError && /null bytes/.test(err.message));
     } finally {
       await m.close();
     }

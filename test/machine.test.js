@@ -232,15 +232,19 @@ const linux = process.platform === 'linux';
     }
 
     it('a process whose request waits behind its own lock ends on its own; one waiting behind another process\'s lock stays until it is granted', async function () {
-      const mine = await runScript(`
-        require(process.env.PKG).openLockManager(process.env.SCOPE, { dir: process.env.DIR }).then((m) => {
-          m.request('self', () => new Promise(() => {}));
-          m.request('self', () => console.log('granted'));
-        });
-        process.on('exit', () => console.log('exit'));
-      `);
-      assert.equal(mine.killed, false, 'the process had to be killed: a request only its own lock blocked kept it alive');
-      assert.deepEqual([mine.code, mine.stdout.trim()], [0, 'exit'], mine.stderr);
+      // Under Bun such a process stays: the check that lets it end is off
+      // there (README).
+      if (process.versions.bun === undefined) {
+        const mine = await runScript(`
+          require(process.env.PKG).openLockManager(process.env.SCOPE, { dir: process.env.DIR }).then((m) => {
+            m.request('self', () => new Promise(() => {}));
+            m.request('self', () => console.log('granted'));
+          });
+          process.on('exit', () => console.log('exit'));
+        `);
+        assert.equal(mine.killed, false, 'the process had to be killed: a request only its own lock blocked kept it alive');
+        assert.deepEqual([mine.code, mine.stdout.trim()], [0, 'exit'], mine.stderr);
+      }
 
       const name = uniq('other');
       const h = holdOn(m, name);
@@ -537,6 +541,30 @@ const linux = process.platform === 'linux';
       child.release(ic);
       assert.equal(await p, 'main');
       await worker.settled(iw);
+    });
+
+    it('each thread\'s loop polls its agents\' FIFOs itself: no thread of the binding\'s own wakes them (as under Bun: test/bun.test.js)', async function () {
+      if (process.versions.bun !== undefined) this.skip();
+      const names = () => fs.readdirSync('/proc/self/task').map((tid) => {
+        try {
+          return fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
+        } catch {
+          return null; // the thread ended meanwhile
+        }
+      });
+      const worker = await spawnAgent({ scope, dir });
+      const child = await spawnProcessAgent({ scope, dir });
+      const name = uniq('poll');
+      const id = await child.request(name);
+      await child.granted(id);
+      const w = await worker.request(name);
+      const p = m.request(name, () => 'main');
+      child.release(id);
+      await worker.granted(w); // woken by the other process
+      worker.release(w);
+      assert.equal(await p, 'main');
+      assert.ok(names().includes('wl-watch'));
+      assert.ok(!names().includes('wl-wake'));
     });
   });
 });

@@ -1,9 +1,11 @@
 /* The binding's part for the machine-wide manager (wl_scope_open), which
  * exists on Linux: a thread's agents of machine-wide managers, each polled on its
- * FIFO, and the files mapped once per process. */
+ * FIFO (by the waker thread under Bun: waker.c), and the files mapped once
+ * per process. */
 #include "machine.h"
 #include "query.h"
 #include "thread.h"
+#include "waker.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -93,8 +95,8 @@ static void wlb__file_unref(wlb_file_t *seg) {
 }
 
 
-static void wlb__on_poll_close(uv_handle_t *handle) {
-  wlb_agent_t *a = wlb__container_of(handle, wlb_agent_t, poll);
+static void wlb__on_wake_close(uv_handle_t *handle) {
+  wlb_agent_t *a = wlb__container_of(handle, wlb_agent_t, wake.handle);
   wlb_thread_t *t = a->t;
 
   free(a);
@@ -107,7 +109,10 @@ static void wlb__close_scope(wlb_thread_t *t, uint32_t h) {
   wlb_agent_t *a = t->scopes[h];
   uint32_t id;
 
-  uv_poll_stop(&a->poll);
+  if (a->polled)
+    uv_poll_stop(&a->wake.poll);
+  else
+    wlb__waker_remove(&a->agent);
   wl_agent_close(&a->agent);
   /* Unmapped now, not on the next tick: the file is free when close() is. */
   wlb__file_unref(a->seg);
@@ -118,7 +123,7 @@ static void wlb__close_scope(wlb_thread_t *t, uint32_t h) {
     if (req != NULL && req->agent == &a->agent)
       wlb__free(t, req);
   }
-  uv_close((uv_handle_t *)&a->poll, wlb__on_poll_close);
+  uv_close(&a->wake.handle, wlb__on_wake_close);
 }
 
 
@@ -136,7 +141,7 @@ static const char *wlb__code_name(int rc) {
   case WL_ECORRUPT:
     return "ECORRUPT";
   default:
-    return uv_err_name(rc);
+    return wlb__uv_name(rc);
   }
 }
 
@@ -175,18 +180,48 @@ static int64_t wlb__scope_slot(wlb_thread_t *t) {
 }
 
 static void wlb__on_poll(uv_poll_t *poll, int status, int events) {
-  wlb_agent_t *a = wlb__container_of(poll, wlb_agent_t, poll);
+  wlb_agent_t *a = wlb__container_of(poll, wlb_agent_t, wake.poll);
 
   wl_agent_woken(&a->agent);
   wlb__drain(a->t);
 }
 
+/* The waker thread read the FIFO (wlb__waker_add). */
+static void wlb__on_waker(uv_async_t *async) {
+  wlb__drain(wlb__container_of(async, wlb_agent_t, wake.async)->t);
+}
+
+/* Has other processes' wake-ups reach the agent's thread: its loop polls
+ * the FIFO, or where it cannot (Bun: polls is 0), the waker thread does. The
+ * handle does not keep the loop alive: waiting requests do (see wlb__make).
+ * Returns 0, or a libuv error code with the handle closing (a->closed: its
+ * close callback frees a) or never made. */
+static int wlb__watch(wlb_thread_t *t, wlb_agent_t *a, int polls) {
+  int rc = polls ? uv_poll_init(t->loop, &a->wake.poll,
+                                wl_agent_wake_fd(&a->agent))
+                 : uv_async_init(t->loop, &a->wake.async, wlb__on_waker);
+
+  if (rc != 0)
+    return rc;
+  a->polled = polls;
+  t->open_handles++;
+  uv_unref(&a->wake.handle);
+  rc = polls ? uv_poll_start(&a->wake.poll, UV_READABLE, wlb__on_poll)
+             : wlb__waker_add(&a->agent, &a->wake.async);
+  if (rc != 0) {
+    a->closed = 1;
+    uv_close(&a->wake.handle, wlb__on_wake_close);
+  }
+  return rc;
+}
+
 /* Makes this thread an agent of the manager at path: maps it (or finds it
- * mapped), registers the agent and polls its FIFO. Returns 0 or an error
+ * mapped), registers the agent and watches its FIFO. Returns 0 or an error
  * code with a sentence in err. */
 static int wlb__join(wlb_thread_t *t, wlb_agent_t *a, const char *path,
                      uint64_t size, unsigned mode, const char *client_id,
-                     size_t client_id_len, char *err, size_t errlen) {
+                     size_t client_id_len, int polls, char *err,
+                     size_t errlen) {
   int rc = wlb__file_ref(path, size, mode, &a->seg, err, errlen);
 
   if (rc != 0)
@@ -200,44 +235,34 @@ static int wlb__join(wlb_thread_t *t, wlb_agent_t *a, const char *path,
     snprintf(err, errlen, "cannot join the manager in %s: %s", path,
              rc == WL_ENOMEM     ? "it is full"
              : rc == WL_ECORRUPT ? "its state is corrupt"
-                                 : uv_strerror(rc));
+                                 : wlb__uv_message(rc));
     return rc;
   }
-  rc = uv_poll_init(t->loop, &a->poll, wl_agent_wake_fd(&a->agent));
-  if (rc != 0) {
+  if ((rc = wlb__watch(t, a, polls)) != 0) {
     wl_agent_close(&a->agent);
     wlb__file_unref(a->seg);
-  } else {
-    t->open_handles++;
-    /* Only waiting requests keep the loop alive (see wlb__make). */
-    uv_unref((uv_handle_t *)&a->poll);
-    if ((rc = uv_poll_start(&a->poll, UV_READABLE, wlb__on_poll)) != 0) {
-      wl_agent_close(&a->agent);
-      wlb__file_unref(a->seg);
-      a->closed = 1; /* freed by the handle's close callback */
-      uv_close((uv_handle_t *)&a->poll, wlb__on_poll_close);
-    }
-  }
-  if (rc != 0)
     snprintf(err, errlen, "cannot poll the manager in %s: %s", path,
-             uv_strerror(rc));
+             wlb__uv_message(rc));
+  }
   return rc;
 }
 
-/* open(path, size, mode, clientId) -> a handle for the calls below. Throws
- * an Error whose code names what went wrong and whose message names the
- * file. */
+/* open(path, size, mode, clientId, loopPolls) -> a handle for the calls
+ * below. loopPolls: whether the thread's loop can poll a descriptor (not
+ * under Bun). Throws an Error whose code names what went wrong and whose
+ * message names the file. */
 static napi_value wlb_open(napi_env env, napi_callback_info info) {
-  napi_value argv[4], result;
+  napi_value argv[5], result;
   wlb_thread_t *t;
   wlb_agent_t *a;
   char path[4096], client_id[WL_CLIENT_ID_MAX + 1], err[1024 + 4096];
   size_t path_len, client_id_len;
   int64_t size, h;
   uint32_t mode;
+  bool polls;
   int rc;
 
-  if (wlb__args(env, info, 4, argv, &t) != 0)
+  if (wlb__args(env, info, 5, argv, &t) != 0)
     return NULL;
   WLB_CALL(env, napi_get_value_string_utf8(env, argv[0], path, sizeof(path),
                                            &path_len));
@@ -246,6 +271,7 @@ static napi_value wlb_open(napi_env env, napi_callback_info info) {
   WLB_CALL(env, napi_get_value_string_latin1(env, argv[3], client_id,
                                              sizeof(client_id),
                                              &client_id_len));
+  WLB_CALL(env, napi_get_value_bool(env, argv[4], &polls));
   if (t->dispatch == NULL || path_len >= sizeof(path) - 1 || size < 0) {
     napi_throw_type_error(env, NULL, "web-locks: bad internal call");
     return NULL;
@@ -261,12 +287,13 @@ static napi_value wlb_open(napi_env env, napi_callback_info info) {
     return wlb__throw_code(env, WL_ENOMEM);
   err[0] = '\0';
   rc = wlb__join(t, a, path, (uint64_t)size, mode, client_id, client_id_len,
-                 err, sizeof(err));
+                 polls, err, sizeof(err));
   if (rc != 0) {
     if (!a->closed)
       free(a);
     if (err[0] == '\0')
-      snprintf(err, sizeof(err), "cannot open %s: %s", path, uv_strerror(rc));
+      snprintf(err, sizeof(err), "cannot open %s: %s", path,
+               wlb__uv_message(rc));
     napi_throw_error(env, wlb__code_name(rc), err);
     return NULL;
   }

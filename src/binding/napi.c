@@ -1,6 +1,8 @@
 /* The Node-API helpers (napi.h). */
 #include "napi.h"
 
+#include <uv.h>
+
 #include "../core/wl.h"
 
 /* Throws the last Node-API call's error, unless an exception is pending. */
@@ -26,4 +28,28 @@ napi_value wlb__throw_code(napi_env env, int rc) {
   else
     napi_throw_error(env, "ECORRUPT", "web-locks: the lock manager's state is corrupt beyond repair");
   return NULL;
+}
+
+const char *wlb__uv_name(int rc) {
+  switch (rc) {
+#define WLB_XX(code, message)                                                  \
+  case UV_##code:                                                              \
+    return #code;
+    UV_ERRNO_MAP(WLB_XX)
+#undef WLB_XX
+  default:
+    return "UNKNOWN";
+  }
+}
+
+const char *wlb__uv_message(int rc) {
+  switch (rc) {
+#define WLB_XX(code, message)                                                  \
+  case UV_##code:                                                              \
+    return message;
+    UV_ERRNO_MAP(WLB_XX)
+#undef WLB_XX
+  default:
+    return "unknown error";
+  }
 }

@@ -31,6 +31,12 @@ typedef struct wlb_thread_s wlb_thread_t;
 void wlb__throw_last(napi_env env);
 napi_value wlb__throw_code(napi_env env, int rc);
 
+/* libuv's name and message of one of its error codes (-errno on Linux and
+ * macOS), from its header's table: Bun aborts the process on uv_err_name
+ * and uv_strerror. */
+const char *wlb__uv_name(int rc);
+const char *wlb__uv_message(int rc);
+
 /* Gets the n arguments of an internal call and this thread's state (each
  * function's data). Returns 0, or 1 with an exception pending. Inline: every
  * request and release goes through it. */

@@ -42,7 +42,14 @@ struct wlb_agent_s {
   wl_agent_t agent;
   wlb_thread_t *t;
   struct wlb_file_s *seg; /* machine-linux.c's */
-  uv_poll_t poll;       /* its FIFO */
+  /* How other processes wake it: its loop polls its FIFO, or, where the loop
+   * cannot (Bun), the waker thread does and sends this async (waker.c). */
+  union {
+    uv_handle_t handle;
+    uv_poll_t poll;
+    uv_async_t async;
+  } wake;
+  unsigned char polled; /* wake is the poll */
   unsigned char closed; /* wl_agent_close() ran: its records are gone */
 };
 
