@@ -1,6 +1,7 @@
 /* The binding's part for the machine-wide manager (wl_scope_open), which
- * exists on Linux: a thread's agents of machine-wide managers, each polled on its
- * FIFO, and the files mapped once per process. */
+ * exists on Linux and macOS: a thread's agents of machine-wide managers,
+ * each polled on its FIFO (uv_poll), and the files mapped once per
+ * process. */
 #include "machine.h"
 #include "query.h"
 #include "thread.h"
