@@ -1,9 +1,10 @@
 'use strict'
 
 // The machine-wide lock manager behind openLockManager(scope): the core's
-// state in a file (by default in /dev/shm) that every process opening the
-// scope maps. The file is created on first use; the binding maps it once per
-// process, and each thread that opens it is one agent. Linux only.
+// state in a file (by default in /dev/shm, on macOS /var/tmp) that every
+// process opening the scope maps. The file is created on first use; the
+// binding maps it once per process, and each thread that opens it is one
+// agent. Linux and macOS.
 
 const path = require('path')
 const { randomUUID } = require('crypto')
@@ -11,7 +12,9 @@ const { domException, realmError, SafeTypeError, SafeRangeError } = require('./i
 const { agentOf, nativeBackend } = require('./manager-process.js')
 const { checkScope, openFailure } = require('./options.js')
 
-const DEFAULT_DIR = '/dev/shm'
+// Memory on Linux. macOS has no /dev/shm: a directory of every user, sticky,
+// which its daily clean-up leaves alone (it empties /tmp).
+const DEFAULT_DIR = process.platform === 'linux' ? '/dev/shm' : '/var/tmp'
 const DEFAULT_SIZE = 16 * 1024 * 1024
 const DEFAULT_MODE = 0o600
 const PAGE = 4096
@@ -98,13 +101,14 @@ function machineTarget (scope, options) {
 // file, closed }, for machineBackend. Throws an Error
 // whose code says what is wrong with the file and whose message names it,
 // or a NotSupportedError from a build without the machine-wide manager (any
-// platform but Linux, or WEB_LOCKS_NO_MACHINE at install: binding.gyp).
+// platform but Linux and macOS, or WEB_LOCKS_NO_MACHINE at install:
+// binding.gyp).
 function openMachine (binding, { file, size, mode }) {
   if (typeof binding.open !== 'function') {
-    // On Linux, only a build asked for without it lacks it.
-    const why = process.platform === 'linux'
+    // On Linux and macOS, only a build asked for without it lacks it.
+    const why = process.platform === 'linux' || process.platform === 'darwin'
       ? 'it was built with WEB_LOCKS_NO_MACHINE set; to have it, remove node_modules/web-locks/build and, without that variable, run: npm rebuild web-locks'
-      : 'it needs Linux'
+      : 'it needs Linux or macOS'
     throw domException(openFailure(`this build of web-locks has no machine-wide lock manager (${why}).`), 'NotSupportedError')
   }
   // Bun aborts the process when an addon polls a descriptor (uv_poll_init),

@@ -8,11 +8,6 @@
 #define _GNU_SOURCE
 
 #include <errno.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,28 +88,8 @@ static void test_idle_threads_use_no_cpu(void) {
   unlink(path);
 }
 
-#if defined(__x86_64__) || defined(__aarch64__)
-#if defined(__x86_64__)
-#define ARCH AUDIT_ARCH_X86_64
-#else
-#define ARCH AUDIT_ARCH_AARCH64
-#endif
-
-static void without_death_wait(void) {
-  struct sock_filter f[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ARCH, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_DEATH_WAIT, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
-
-  ASSERT_EQ(0, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
-  ASSERT_EQ(0, prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
-}
+#if TDENY
+static void without_death_wait(void) { tdeny(SYS_DEATH_WAIT); }
 
 /* The ring: this process, then s (no futex_waitv, or no pidfd_open), then
  * c: s watches c. */
