@@ -18,6 +18,10 @@
  *    (the binding maps a file once per process; a program may open it
  *    twice) shares that pthread mutex and the rest of this process's state
  *    of the file (wl__os_local_t), found by the file's device and inode.
+ *    ASSUMED: one copy of this code per process opens a given file. Two
+ *    copies of the addon loaded in one process (two installed copies of
+ *    the package) each keep a state of their own, and would neither exclude
+ *    each other nor see each other's owners alive.
  * 2. A process's locks never conflict with its own: F_GETLK never reports
  *    them. So this process's owners of the file are listed in its state,
  *    and never tested through their byte (life.c).
