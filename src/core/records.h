@@ -175,11 +175,6 @@ typedef struct {
 
 struct wl_manager_s {
   wl__os_mutex_t *mutex; /* the process-wide manager's */
-  /* A machine-wide manager's, in its file, and the OS layer's state of that
-   * file that this process's handles of it share, where its family keeps
-   * one (os/machine.h). */
-  struct wl__os_file_mutex_s *file_mutex;
-  struct wl__os_local_s *local;
   char *base;             /* the region */
   /* Of types that no store into the region (uint64_t, uint32_t) can alias,
    * so that the compiler keeps them in registers across those stores. */
@@ -213,6 +208,11 @@ struct wl_manager_s {
    * agents_mutex alone (wl__tell_agents). */
   wl__table_t agents;
   wl__os_mutex_t agents_mutex;
+  /* A machine-wide manager's mutex, in its file, and the OS layer's state
+   * of that file that this process's handles of it share, where its family
+   * keeps one (os/machine.h). */
+  struct wl__os_file_mutex_s *file_mutex;
+  struct wl__os_local_s *local;
   int probe_fd; /* a second open file, to test other owners' locks (Linux) */
   struct wl__watch_s *watcher; /* its watcher and sweeper threads */
   /* Its file's permission bits and group (read once, when it was opened),
