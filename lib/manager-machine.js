@@ -1,9 +1,10 @@
 'use strict'
 
 // The machine-wide lock manager behind openLockManager(scope): the core's
-// state in a file (by default in /dev/shm, /tmp on macOS) that every process opening the
-// scope maps. The file is created on first use; the binding maps it once per
-// process, and each thread that opens it is one agent. Linux only.
+// state in a file (by default in /dev/shm, on macOS /var/tmp) that every
+// process opening the scope maps. The file is created on first use; the
+// binding maps it once per process, and each thread that opens it is one
+// agent. Linux and macOS.
 
 const path = require('path')
 const { randomUUID } = require('crypto')
@@ -34,11 +35,13 @@ function misreadInC (value) {
 }
 
 // Where a scope's file goes unless `dir` says: a directory that every
-// user's processes share and that a restart empties, as a scope's file
-// outlives no process: /dev/shm on Linux (memory, not disk), /tmp on macOS,
-// which has no /dev/shm (its $TMPDIR is one user's).
+// user's processes share: /dev/shm on Linux (memory, not disk); on macOS,
+// which has no /dev/shm and whose $TMPDIR is one user's, /var/tmp, sticky,
+// which its daily clean-up leaves alone (it empties /tmp of files not
+// touched for days, which a mapped scope's file may well be: a new file at
+// the path would be a second manager of the scope).
 function defaultDir (platform = process.platform) {
-  return platform === 'darwin' ? '/tmp' : '/dev/shm'
+  return platform === 'darwin' ? '/var/tmp' : '/dev/shm'
 }
 
 // The options of openLockManager(scope, options), read once each.
@@ -106,14 +109,20 @@ function machineTarget (scope, options) {
 // file, closed }, for machineBackend. Throws an Error
 // whose code says what is wrong with the file and whose message names it,
 // or a NotSupportedError from a build without the machine-wide manager (any
-// platform but Linux, or WEB_LOCKS_NO_MACHINE at install: binding.gyp).
+// platform but Linux and macOS, or WEB_LOCKS_NO_MACHINE at install:
+// binding.gyp).
 function openMachine (binding, { file, size, mode }) {
   if (typeof binding.open !== 'function') {
-    // On Linux, only a build asked for without it lacks it.
-    const why = process.platform === 'linux'
+    // On Linux and macOS, only a build asked for without it lacks it.
+    const why = process.platform === 'linux' || process.platform === 'darwin'
       ? 'it was built with WEB_LOCKS_NO_MACHINE set; to have it, remove node_modules/web-locks/build and, without that variable, run: npm rebuild web-locks'
-      : 'it needs Linux'
+      : 'it needs Linux or macOS'
     throw domException(openFailure(`this build of web-locks has no machine-wide lock manager (${why}).`), 'NotSupportedError')
+  }
+  // Bun's loop cannot poll a descriptor; the thread that polls for it
+  // (src/binding/waker.c) waits with epoll, which only Linux has.
+  if (process.versions.bun !== undefined && process.platform !== 'linux') {
+    throw domException(openFailure('under Bun, the machine-wide lock manager runs on Linux only.'), 'NotSupportedError')
   }
   let handle
   try {

@@ -3,7 +3,9 @@
 
 // macOS compile-and-link check (npm run check:darwin). Nothing here can run
 // a macOS binary, so this is what can be known on Linux: the addon's sources,
-// as binding.gyp selects them for macOS (OS 'mac', wl_machine 0), compile
+// as binding.gyp selects them for macOS (OS 'mac', wl_machine 1, wl_posix 1:
+// the machine-wide manager on the POSIX family, src/os/posix/, whose
+// macOS-only lines this is the only build of), compile
 // without a warning (-Werror) and link, for x86_64 and arm64 macOS 11, with
 // Zig's C compiler (macOS's libc headers and libSystem stubs, from npm, as
 // scripts/prebuild.js gets it). Each result is checked by reading it (Mach-O
@@ -17,7 +19,7 @@
 //     function, a typo) would make dlopen fail on a Mac.
 //
 // Also built once at -O0: an optimizer can drop calls into code a build
-// leaves out (the machine-wide manager's files), which at -O0 stay and would
+// leaves out (the Linux family's files), which at -O0 stay and would
 // be undefined `wl_`/`wl__` symbols; -undefined dynamic_lookup links them
 // anyway, so this looks for them. (Clang drops a branch whose condition is a
 // constant even at -O0, so this finds the calls that survive that; gcc at -O0
@@ -37,7 +39,7 @@ const path = require('node:path')
 const { gyp, nodeFunctions, nodeHeaders, zig: installedZig } = require('./prebuild.js')
 
 const ROOT = path.resolve(__dirname, '..')
-const MAC = { OS: 'mac', wl_machine: 0 }
+const MAC = { OS: 'mac', wl_machine: 1, wl_posix: 1 }
 const LIBSYSTEM = '/usr/lib/libSystem.B.dylib'
 
 // Mach-O constants (<mach-o/loader.h>, <mach-o/nlist.h>).

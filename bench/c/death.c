@@ -1,11 +1,14 @@
 /* How long after a process holding a lock is killed (SIGKILL) another
  * process's request waiting behind it is granted, with nobody calling
- * wl_sweep: the watcher threads' robust futex against the process's own end
- * (when waitpid reaps it: its memory torn down and its files closed, which
- * is when the OFD lock that proves it alive is released). For a small
- * victim and one that has touched 1 GiB.
+ * wl_sweep, against the process's own end (when waitpid reaps it: its
+ * memory torn down and its files closed, which is when the lock that proves
+ * it alive is released). On Linux the death watch is the watcher threads'
+ * robust futex, marked before the memory goes; in the POSIX family a
+ * pidfd (kqueue on macOS), readable once the process has exited. For a
+ * small victim and one that has touched 1 GiB.
  *
  *   make -C bench/c            # builds build/death and runs it
+ *   make -C bench/c posix      # the same on the POSIX family
  *   bench/c/build/death [runs] # 30 runs per size by default
  */
 #define _GNU_SOURCE

@@ -3,7 +3,7 @@
  * teardown. The binding's files, each calling only those below it:
  *
  *   module.c          the module (this file)
- *   machine-linux.c   the machine-wide manager's part, where it exists
+ *   machine-unix.c    the machine-wide manager's part, where it exists
  *                     (machine-none.c elsewhere), called through the
  *                     functions the module defines and at teardown
  *   query.c           query()'s conversion of a snapshot

@@ -41,7 +41,7 @@ typedef struct wlb_agent_s wlb_agent_t;
 struct wlb_agent_s {
   wl_agent_t agent;
   wlb_thread_t *t;
-  struct wlb_file_s *seg; /* machine-linux.c's */
+  struct wlb_file_s *seg; /* machine-unix.c's */
   /* How other processes wake it: its loop polls its FIFO, or, where the loop
    * cannot (Bun), the waker thread does and sends this async (waker.c). */
   union {
@@ -93,7 +93,7 @@ struct wlb_thread_s {
 
 /* The thread's life (module.c's init and teardown): init starts its
  * handles, close closes them, and the close of the last of them, or of a
- * machine-wide manager's agent's (machine-linux.c), frees it (closed). */
+ * machine-wide manager's agent's (machine-unix.c), frees it (closed). */
 wlb_thread_t *wlb__thread_self(void);
 int wlb__thread_init(wlb_thread_t *t);
 void wlb__thread_close(wlb_thread_t *t);

@@ -401,10 +401,10 @@ static void wl__agent_close(wl_agent_t *agent) {
     /* Corrupt: no operation starts any more, but one that started before
      * may still notify this agent; it holds the mutex, which is waited for
      * (with whatever state it is in) before the agent leaves the table. */
-    int rc = wl__os_mutex_lock(m->mutex);
+    int rc = WL__MACHINE_ONLY(m, wl__os_file_mutex_lock(m), 0);
     wl__agents_drop(m, agent);
     if (rc == 0 || rc == WL__EOWNERDEAD)
-      wl__os_mutex_unlock(m->mutex);
+      WL__MACHINE_ONLY(m, wl__os_file_mutex_unlock(m), (void)0);
     WL__MACHINE_ONLY(
         m, wl__os_wake_close(m, agent->wake, agent->wake_fd), (void)0);
   }

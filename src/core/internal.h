@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "records.h"
+/* What the machine-wide manager asks of the OS: its file, its mutex, proof
+ * of life, wake-ups and the death watch. */
+#include "../os/machine.h"
 
 /* wl__corrupt is called under the mutex: its scratch record is the mutex
  * holder's. Without the mutex, the manager is only marked (wl__mark_corrupt),
@@ -162,7 +165,7 @@ static inline int wl__class_of(uint64_t bytes) {
 }
 
 /* WL__MACHINE_ONLY(m, call, otherwise): a call into the machine-wide
- * manager's facilities (the os/linux/ files), made only for a machine-wide
+ * manager's facilities (os/machine.h), made only for a machine-wide
  * manager, and compiled only into builds that have them, so that a build
  * without them links at any optimisation level. */
 #if WL_MACHINE_MANAGER
@@ -267,12 +270,21 @@ WL__COLD void wl__tell_agents(wl_manager_t *m);
  * held. */
 WL__COLD int wl__lock_slow(wl_manager_t *m, int rc);
 WL__COLD int wl__lock_check(wl_manager_t *m);
+/* Whether m's mutex is the one in its file (os/machine.h) rather than the
+ * process's own: a constant in each copy of the algorithms; other files,
+ * which tests call with either kind of manager, ask m. */
+#if WL_MACHINE_MANAGER
+#define WL__FILE_MUTEX(m) (WL__MACHINE(m) && (m)->machine)
+#else
+#define WL__FILE_MUTEX(m) 0
+#endif
 static inline int wl__lock(wl_manager_t *m) {
   int rc;
 
   if (WL__MACHINE(m) && WL__UNLIKELY(wl__is_corrupt(m)))
     return WL_ECORRUPT;
-  rc = wl__os_mutex_lock(m->mutex);
+  rc = WL__FILE_MUTEX(m) ? wl__os_file_mutex_lock(m)
+                         : wl__os_mutex_lock(m->mutex);
 #if WL_MACHINE_MANAGER
   if (WL__UNLIKELY(rc != 0))
     return wl__lock_slow(m, rc);
@@ -291,17 +303,16 @@ static inline void wl__unlock(wl_manager_t *m) {
   if (WL__MACHINE(m) && WL__UNLIKELY(wl__is_corrupt(m) && !m->announced))
     wl__announce(m);
 #endif
-  wl__os_mutex_unlock(m->mutex);
+  if (WL__FILE_MUTEX(m))
+    wl__os_file_mutex_unlock(m);
+  else
+    wl__os_mutex_unlock(m->mutex);
 }
 int wl__recover(wl_manager_t *m);
 /* How much memory wl__recover works in, for a region of `capacity` bytes:
  * reserved when a machine-wide manager is opened (core/scope.c), so that a
  * repair never asks for memory that it may not get. */
 uint64_t wl__work_size(uint64_t capacity);
-
-/* What the machine-wide manager asks of the OS: its file, its mutex, proof
- * of life, wake-ups and the death watch. */
-#include "../os/machine.h"
 
 /* Wakes an agent of another process (core/owners.c). */
 void wl__wake(wl_manager_t *m, wl_off_t agent);

@@ -1,7 +1,7 @@
 /* The owners of a machine-wide manager: each process that has it open has
  * an owner record, its agents in the record's list, and a proof of life
- * that the system removes when the process dies (os/machine.h: on Linux an
- * OFD lock on one byte of the file). A pid proves nothing (pids are reused
+ * that the system removes when the process dies (os/machine.h: a lock on
+ * one byte of the file). A pid proves nothing (pids are reused
  * and differ between pid namespaces); such a mark does. A sweep ends, as
  * spec 2.6 ends an agent, every agent of an owner whose process died. The
  * death watch makes that prompt: owners watch each other in a ring, each
@@ -30,8 +30,8 @@ static void wl__vacate(wl_manager_t *m, wl_off_t o) {
                   AT(o, wl__owner_t, link));
 }
 
-/* Ends an owner's agents (spec 2.6), removes their FIFOs, and takes it out
- * of the owners. */
+/* Ends an owner's agents (spec 2.6), removes their FIFOs and what its death
+ * watch left, and takes it out of the owners. */
 static void wl__end_owner(wl_manager_t *m, wl_off_t o) {
   wl_off_t agents = AT(o, wl__owner_t, agents);
   uint64_t steps = WL__STEPS(m);
@@ -41,6 +41,7 @@ static void wl__end_owner(wl_manager_t *m, wl_off_t o) {
     wl__os_wake_close(m, WL__REC(m, a, wl__agent_t)->wake, -1);
     wl__machine_ops.close_agent(m, a);
   }
+  wl__os_watch_end(m, WL__REC(m, o, wl__owner_t));
   wl__list_remove(m, AT(o, wl__owner_t, link));
 }
 
@@ -58,7 +59,6 @@ static wl_off_t wl__owner_take(wl_manager_t *m, int *rc) {
     if (wl__os_life_take(m, o) == 0) {
       wl__list_remove(m, AT(o, wl__owner_t, link));
       wl__list_init(m, AT(o, wl__owner_t, agents));
-      __atomic_store_n(&WL__REC(m, o, wl__owner_t)->life, 0, __ATOMIC_SEQ_CST);
       WL__PUBLISH(wl__block(m, o)->kind, WL__OWNER);
       return o;
     }
@@ -218,7 +218,7 @@ void wl__ring(wl_manager_t *m, int all) {
 
     t = t == at ? 0 : wl__record_of(t, wl__owner_t, link);
     if (all || __atomic_load_n(&o->watch, __ATOMIC_SEQ_CST) != t) {
-      wl__os_watch_target(o, t);
+      wl__os_watch_target(m, o, t);
       WL__FAULT("ring");
     }
     at = WL__LINK(m, at)->prev;

@@ -36,18 +36,25 @@ enum {
 };
 
 /* A process that has a machine-wide manager open (core/owners.c). Its proof
- * of life is the OS layer's (os/machine.h: on Linux, a lock on a byte of
- * the file named by the record's offset). Its death watch uses watch, life
- * and bell (on Linux, `life` is a robust futex of its watcher thread, which
- * the kernel marks when the process dies: os/linux/watch.c); other
- * processes' watchers use them without the mutex: they are read and
- * written with atomics only. */
+ * of life is the OS layer's (os/machine.h: a lock on a byte of the file
+ * named by the record's offset). Its death watch uses watch and the words
+ * after it, which are the OS family's: on Linux, `life` is a robust futex
+ * of its watcher thread, which the kernel marks when the process dies, and
+ * `bell` is rung when watch changes (os/linux/watch.c); in the POSIX family
+ * `wake` names its watcher's FIFO, written to when watch changes
+ * (os/posix/watch.c). Other processes' watchers use them without the mutex:
+ * they are read and written with atomics only. */
 typedef struct {
   wl__link_t link;   /* in the region's owners, or vacant records */
   wl__link_t agents; /* its agents */
   wl_off_t watch;    /* the owner whose life its watcher watches, or 0 */
-  uint32_t life;     /* its watcher's TID, or FUTEX_OWNER_DIED; 0: none */
-  uint32_t bell;     /* bumped, and woken, whenever watch changes */
+  union {
+    struct {
+      uint32_t life; /* its watcher's TID, or FUTEX_OWNER_DIED; 0: none */
+      uint32_t bell; /* bumped, and woken, whenever watch changes */
+    };
+    uint64_t wake; /* its watcher's FIFO's number; 0: none */
+  };
 } wl__owner_t;
 
 /* The longest path of a machine-wide manager's file. */
@@ -80,7 +87,7 @@ typedef struct {
    * in the process-wide manager, the address (see HANDLE_OF, core/algorithms-inl.h). */
   uint64_t local;
   wl_off_t owner;    /* its owner's record; 0 in the process-wide manager */
-  /* Its FIFO's number, drawn at random (os/linux/wake.c); 0 while it has
+  /* Its FIFO's number, drawn at random (os/unix/wake.c); 0 while it has
    * none, and in the process-wide manager. */
   uint64_t wake;
   uint32_t closing;  /* wl_agent_close() runs: no mail, no notify */
@@ -159,7 +166,7 @@ typedef struct {
   uint32_t corrupt;
 } wl__hdr_t;
 
-/* An open write end of another process's agent's FIFO (os/linux/wake.c). */
+/* An open write end of another process's agent's FIFO (os/unix/wake.c). */
 #define WL__WAKERS 32
 typedef struct {
   uint64_t wake; /* the FIFO's number: no other agent ever has it */
@@ -167,7 +174,7 @@ typedef struct {
 } wl__waker_t;
 
 struct wl_manager_s {
-  wl__os_mutex_t *mutex; /* the process's own, or in a shared file */
+  wl__os_mutex_t *mutex; /* the process-wide manager's */
   char *base;             /* the region */
   /* Of types that no store into the region (uint64_t, uint32_t) can alias,
    * so that the compiler keeps them in registers across those stores. */
@@ -192,7 +199,7 @@ struct wl_manager_s {
   uint64_t scratch[64];   /* what a bad offset reads and writes instead */
   /* This process's owner record (0 in the process-wide manager): it tells
    * its agents, notified directly, from other processes', woken through
-   * their FIFOs (os/linux/wake.c). */
+   * their FIFOs (os/unix/wake.c). */
   wl_off_t self;
   /* This process's agents of a machine-wide manager, by the index their records
    * carry. Changed under the manager's mutex (a corrupt manager's agent
@@ -201,7 +208,12 @@ struct wl_manager_s {
    * agents_mutex alone (wl__tell_agents). */
   wl__table_t agents;
   wl__os_mutex_t agents_mutex;
-  int probe_fd; /* a second open file, to test other owners' locks */
+  /* A machine-wide manager's mutex, in its file, and the OS layer's state
+   * of that file that this process's handles of it share, where its family
+   * keeps one (os/machine.h). */
+  struct wl__os_file_mutex_s *file_mutex;
+  struct wl__os_local_s *local;
+  int probe_fd; /* a second open file, to test other owners' locks (Linux) */
   struct wl__watch_s *watcher; /* its watcher and sweeper threads */
   /* Its file's permission bits and group (read once, when it was opened),
    * for the agents' FIFOs. */
@@ -211,7 +223,7 @@ struct wl_manager_s {
   /* The temporary name of a file being made, until it is in place (the OS
    * layer's; empty where it has none). */
   char tmp[WL__PATH_MAX + 32];
-  /* A machine-wide manager's mapping of its file (os/linux/file.c). */
+  /* A machine-wide manager's mapping of its file (os/unix/file.c). */
   void *map;
   uint64_t map_size;
   /* Its repair's work memory, reserved with the mapping (wl__work_size). */

@@ -1,5 +1,5 @@
 /* Recovery of a machine-wide manager whose mutex holder died inside an algorithm
- * (the robust mutex says EOWNERDEAD). As SQLite and LMDB do, it trusts only
+ * (its mutex says WL__EOWNERDEAD: os/machine.h). As SQLite and LMDB do, it trusts only
  * what it can re-derive: it walks every block of the region, keeps the
  * request and agent records whose fields are consistent, and rebuilds from
  * them everything else (free lists, the table of names, every queue, held
@@ -453,7 +453,7 @@ done:
  * block and no room for another) has left the
  * lists half rebuilt: as LMDB does, the mutex is then given back without
  * being marked consistent, which makes it unusable to every process for
- * good (ENOTRECOVERABLE), and the region is marked corrupt. Another process
+ * good (os/machine.h), and the region is marked corrupt. Another process
  * that finds the mutex so (any error but EOWNERDEAD) reports the corruption. */
 WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
   if (rc != WL__EOWNERDEAD) {
@@ -468,7 +468,7 @@ WL__COLD int wl__lock_slow(wl_manager_t *m, int rc) {
     wl__unlock(m);
     return WL_ECORRUPT;
   }
-  wl__os_mutex_consistent(m->mutex);
+  wl__os_file_mutex_consistent(m);
   wl__sweep(m);
   return 0;
 }

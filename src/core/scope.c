@@ -36,16 +36,20 @@
 #define WL__READY 0x52454459u /* "READY" */
 
 /* What a process must agree on to share a file: the layout of the records
- * and of the mutex. The C library too: glibc's and musl's mutexes are the
- * same size on x86-64 but keep their futex word in different places
- * (containers of both may share /dev/shm). */
-#if defined(__GLIBC__)
+ * and of the mutex, which is the OS family's (os/machine.h): a process of
+ * the other family never takes this one's. On Linux, the C library too:
+ * glibc's and musl's mutexes are the same size on x86-64 but keep their
+ * futex word in different places (containers of both may share /dev/shm);
+ * the POSIX family's mutex is its own words, whatever the C library. */
+#if WL_OS_POSIX
+#define WL__LIBC 3u
+#elif defined(__GLIBC__)
 #define WL__LIBC 1u
 #else
 #define WL__LIBC 2u
 #endif
 #define WL__ABI                                                                \
-  ((uint32_t)sizeof(wl__os_mutex_t) | ((uint32_t)sizeof(void *) << 8) |        \
+  ((uint32_t)sizeof(wl__os_file_mutex_t) | ((uint32_t)sizeof(void *) << 8) |   \
    ((uint32_t)sizeof(wl__req_t) << 16) | (WL__LIBC << 24))
 
 typedef struct {
@@ -57,7 +61,7 @@ typedef struct {
   uint32_t ready;      /* WL__READY once initialised */
   uint32_t pad;
   /* At offset 40: test/machine-full-crash.test.js reads its holder there. */
-  wl__os_mutex_t mutex;
+  wl__os_file_mutex_t mutex;
 } wl__file_t;
 
 _Static_assert(offsetof(wl__file_t, mutex) == 40,
@@ -72,7 +76,7 @@ static void wl__map_region(wl_manager_t *m) {
   m->steps = m->capacity / 32 + 2;
   m->corrupt = 0;
   m->machine = 1;
-  m->mutex = &((wl__file_t *)m->map)->mutex;
+  m->file_mutex = &((wl__file_t *)m->map)->mutex;
 }
 
 /* Initialises the file's first page and its region. */
@@ -113,8 +117,9 @@ static int wl__check_header(const char *path, const wl__file_t *f,
                    path, f->layout, WL_LAYOUT);
   if (f->abi != WL__ABI)
     return wl__say(err, errlen, WL_ELAYOUT,
-                   "%s was made for another machine architecture or C "
-                   "library (ABI %#x, this process has %#x)",
+                   "%s was made for another machine architecture, C "
+                   "library or build of web-locks (ABI %#x, this process "
+                   "has %#x)",
                    path, f->abi, WL__ABI);
   if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE) != WL__READY)
     return wl__say(err, errlen, WL_ECORRUPT,

@@ -1,9 +1,15 @@
 /* What a machine-wide manager asks of the OS, beside os.h: stated as
  * guarantees, as SQLite's os.h states its xShm* methods. The core
  * (core/scope.c, core/owners.c, core/recover.c, the algorithms) calls these
- * and nothing else of the system for it; one folder per platform family
- * keeps them (os/linux/: file.c, life.c, wake.c, watch.c). They call
- * nothing of the core: what they need of a record comes to them as
+ * and nothing else of the system for it. Two families keep them, each in a
+ * folder of its own, on what both share in os/unix/ (the file, wake-ups by
+ * FIFO, the sweeper thread: os/unix/machine.h):
+ *   os/linux/  Linux: a robust process-shared pthread mutex in the file, OFD
+ *              locks for proof of life, robust futexes for the death watch;
+ *   os/posix/  macOS, and Linux when asked (WL_OS_POSIX=1, for its tests):
+ *              process-associated fcntl locks for the mutex and for proof of
+ *              life, pidfd or kqueue for the death watch (os/posix/posix.h).
+ * They call nothing of the core: what they need of a record comes to them as
  * arguments, and the sweep they start as a function.
  *
  * Every function here is given a manager whose region is mapped from a file
@@ -14,6 +20,15 @@
 #define WL_OS_MACHINE_H
 
 #include "../core/records.h"
+
+/* The family: os/posix/ off Linux, or on Linux when the build asks for it. */
+#ifndef WL_OS_POSIX
+#ifdef __linux__
+#define WL_OS_POSIX 0
+#else
+#define WL_OS_POSIX 1
+#endif
+#endif
 
 /* ---- The file -------------------------------------------------------- */
 
@@ -41,9 +56,10 @@ void wl__os_file_drop(wl_manager_t *m);
  * (SIGBUS) for want of room. 0, or WL_ENOMEM when it cannot. A file system
  * that cannot reserve at all keeps the old behaviour (0). */
 int wl__os_file_reserve(wl_manager_t *m, uint64_t upto);
-/* Opens what tests other processes' proof of life (m->probe_fd): the same
- * file as m->fd, with one name (a hard link would give its agents two sets
- * of wake-up names). 0 or an error code, with a message. */
+/* Checks that the file at path is still the one opened (m->fd), with one
+ * name (a hard link would give its agents two sets of wake-up names), and
+ * readies the test of other processes' proof of life (on Linux a second
+ * open of it, m->probe_fd). 0 or an error code, with a message. */
 int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
                       size_t errlen);
 /* The file's device and inode, for a process's table of open scopes. */
@@ -57,14 +73,33 @@ void wl__os_work_unmap(wl_manager_t *m);
 
 /* ---- The mutex in the file ------------------------------------------- */
 
-/* Initialises, in a new file, a mutex of every process that maps it, which
- * the system gives up when its holder dies, and whose next taker learns so
- * (wl__os_mutex_lock returns WL__EOWNERDEAD): 0 or an error code. Once the
- * state it guards is repaired, the taker marks it consistent; a taker that
- * unlocks without doing so leaves it unusable for good (every later lock
- * fails), as LMDB's mdb_mutex_failed does. */
-int wl__os_file_mutex_init(wl__os_mutex_t *mu);
-void wl__os_mutex_consistent(wl__os_mutex_t *mu);
+/* A mutex of every thread of every process that maps the file (its words
+ * at offset 40 of the file, m->file_mutex), which the system gives up when
+ * its holder dies, and whose next taker learns so. Its layout is the
+ * family's, and part of the file's ABI (core/scope.c). */
+#if WL_OS_POSIX
+struct wl__os_file_mutex_s {
+  uint32_t holder; /* the holder's pid while it is held, else 0 */
+  uint32_t broken; /* 1 once it is unusable for good */
+};
+#else
+struct wl__os_file_mutex_s {
+  pthread_mutex_t mu; /* process-shared and robust */
+};
+#endif
+typedef struct wl__os_file_mutex_s wl__os_file_mutex_t;
+
+/* Initialises it in a new file: 0 or an error code. */
+int wl__os_file_mutex_init(wl__os_file_mutex_t *mu);
+/* Takes m's: 0; WL__EOWNERDEAD when its last holder died holding it (it is
+ * then held, and the state it guards is to be repaired); WL_ECORRUPT when
+ * it can no longer be taken (it is then not held). Once the state is
+ * repaired, the taker marks it consistent; a taker that gives it back
+ * without doing so leaves it unusable for good (every later lock fails
+ * with WL_ECORRUPT), as LMDB's mdb_mutex_failed does. */
+int wl__os_file_mutex_lock(wl_manager_t *m);
+void wl__os_file_mutex_unlock(wl_manager_t *m);
+void wl__os_file_mutex_consistent(wl_manager_t *m);
 
 /* ---- Proof of life ----------------------------------------------------- */
 
@@ -119,7 +154,10 @@ void wl__os_watch_stop_sweeper(wl_manager_t *m);
 void wl__os_watch_stop(wl_manager_t *m);
 /* Under the mutex: owner o watches the owner at `target` (0: none) from now
  * on, and its watcher learns so. */
-void wl__os_watch_target(wl__owner_t *o, wl_off_t target);
+void wl__os_watch_target(wl_manager_t *m, wl__owner_t *o, wl_off_t target);
+/* Under the mutex: owner o has ended (its process died, or it closed); what
+ * its death watch left beside the file, if anything, is removed. */
+void wl__os_watch_end(wl_manager_t *m, wl__owner_t *o);
 /* Whether an owner's life word says its process has died, or its watcher
  * has stopped. */
 int wl__os_life_ended(const wl__owner_t *o);

@@ -2,7 +2,13 @@
 #define _GNU_SOURCE
 
 #include <dirent.h>
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -368,6 +374,30 @@ void tchild_reaped(tchild_t *c, int killed) {
   else
     ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
+
+#if TDENY
+#if defined(__x86_64__)
+#define ARCH AUDIT_ARCH_X86_64
+#else
+#define ARCH AUDIT_ARCH_AARCH64
+#endif
+
+void tdeny(long nr) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ARCH, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+
+  ASSERT_EQ(0, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+  ASSERT_EQ(0, prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
+}
+#endif
 
 uint64_t tnow_ns(void) {
   struct timespec ts;

@@ -312,13 +312,16 @@ static void child_drain(wl_agent_t *agent, int me, wl_request_t *reqs,
 static _Noreturn void child_main(int sock, int agent_no) {
   static wl_request_t reqs[MAXREQ];
   static mine_t mine[MAXREQ];
-  wl_manager_t *m = tscope_open(path, SIZE);
+  wl_manager_t *m;
   wl_agent_t agent;
   char id[16];
   cmd_t c;
   reply_t out;
 
+  /* Before the scope's threads start: they pass fault points too (their
+   * kill_point is NULL). */
   wl__fault_hook = countdown_kill;
+  m = tscope_open(path, SIZE);
   snprintf(id, sizeof(id), "c%d", agent_no);
   ASSERT_EQ(0, wl_agent_init(m, &agent, id, strlen(id), child_notify));
   memset(&out, 0, sizeof(out));

@@ -135,6 +135,15 @@ int tchild_reap(tchild_t *c);
  * exited with 0. */
 void tchild_reaped(tchild_t *c, int killed);
 
+/* Has the kernel answer ENOSYS to system call nr from now on, in this
+ * process (a seccomp filter): a kernel without it. x86-64 and arm64 only. */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define TDENY 1
+void tdeny(long nr);
+#else
+#define TDENY 0
+#endif
+
 /* CLOCK_MONOTONIC, in nanoseconds. */
 uint64_t tnow_ns(void);
 /* Waits, 5 s at most, for the agent's wake descriptor until its mail holds

@@ -4,14 +4,17 @@
  * releases it when the process dies, however it dies, once its memory is
  * torn down (about 100 ms per GiB: the death watch, os/linux/watch.c, is
  * sooner). Others test it through a second open of the file (m->probe_fd):
- * an OFD lock never conflicts with its own file description. */
+ * an OFD lock never conflicts with its own file description. An OFD lock
+ * belongs to its open file description: closing another descriptor of the
+ * file (a test's, or another handle's) drops none of them. */
 #define _GNU_SOURCE
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "../machine.h"
+#include "../unix/machine.h"
 
 #define WL__LIVE_BASE ((uint64_t)1 << 48)
 
@@ -46,4 +49,24 @@ int wl__os_life_held(wl_manager_t *m, wl_off_t owner) {
       wl__life_lock(m->probe_fd, F_OFD_GETLK, F_WRLCK, owner, &fl) != 0)
     return 1;
   return fl.l_type != F_UNLCK;
+}
+
+/* A second open of the same file (by the path, not the descriptor: the file
+ * at the path must be the one mapped). */
+int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
+                      size_t errlen) {
+  struct stat st;
+  int rc;
+
+  m->probe_fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (m->probe_fd < 0 || fstat(m->probe_fd, &st) != 0)
+    rc = wl__say(err, errlen, WL_ECORRUPT,
+                 "%s was replaced while it was being opened", path);
+  else
+    rc = wl__os_file_same(m, path, &st, err, errlen);
+  if (rc != 0 && m->probe_fd >= 0) {
+    close(m->probe_fd);
+    m->probe_fd = -1;
+  }
+  return rc;
 }

@@ -26,20 +26,20 @@
  * and deaths are found as before, when a process opens the manager,
  * recovers it or calls wl_sweep.
  *
- * The watcher takes no lock: its robust list is not glibc's, so a robust
- * mutex (the manager's) that it died holding would never be marked. It
- * reads its own record and other owners' life words with atomics only. */
+ * The watcher takes no robust lock: its robust list is not glibc's, so a
+ * robust mutex (the manager's) that it died holding would never be marked;
+ * the sweeper (os/unix/sweep.c) takes the manager's mutex for it. It reads
+ * its own record and other owners' life words with atomics only. */
 #define _GNU_SOURCE
 
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../machine.h"
+#include "../unix/machine.h"
 
 /* futex_waitv (Linux 5.16) has number 449 on every architecture; libc
  * headers older than it (musl 1.2.3's) do not name it. */
@@ -57,14 +57,11 @@ typedef struct wl__watch_s wl__watch_t;
 struct wl__watch_s {
   wl_manager_t *m;
   wl__owner_t *self; /* this process's owner record */
-  int (*sweep)(wl_manager_t *m);
-  pthread_t watcher, sweeper;
-  int swept;      /* the sweeper has been joined */
+  wl__sweeper_t sweeper;
+  pthread_t watcher;
   uint32_t ready; /* the watcher holds its life word, or failed (rc) */
   int rc;
-  uint32_t stop; /* the watcher's */
-  uint32_t done; /* the sweeper's */
-  uint32_t asks; /* sweeps asked for, counted; a process-private futex */
+  uint32_t stop;
   /* The watcher's kernel robust list, while it watches. */
   struct robust_list_head head;
   struct robust_list entry;
@@ -105,10 +102,18 @@ int wl__os_life_ended(const wl__owner_t *o) {
 
 /* Rung whenever the target changes: whoever changes it stores `watch`,
  * then bumps the bell, then wakes it (wl__watch_loop). */
-void wl__os_watch_target(wl__owner_t *o, wl_off_t target) {
+void wl__os_watch_target(wl_manager_t *m, wl__owner_t *o, wl_off_t target) {
+  (void)m;
   __atomic_store_n(&o->watch, target, SEQ);
   __atomic_fetch_add(&o->bell, 1, SEQ);
   wl__wake_all(&o->bell);
+}
+
+/* Nothing: futexes leave nothing beside the file. The life word stays as
+ * the kernel or the watcher left it, for watchers still acting on it. */
+void wl__os_watch_end(wl_manager_t *m, wl__owner_t *o) {
+  (void)m;
+  (void)o;
 }
 
 /* The life word of the owner at t, an offset read from the region without
@@ -123,10 +128,6 @@ static uint32_t *wl__life_at(const wl__watch_t *w, wl_off_t t) {
   return &((wl__owner_t *)(w->m->base + t))->life;
 }
 
-static void wl__ask(wl__watch_t *w) {
-  __atomic_fetch_add(&w->asks, 1, SEQ);
-  wl__futex(&w->asks, FUTEX_WAKE_PRIVATE, 1);
-}
 
 /* No wake-up is lost: whoever changes the target stores `watch`, then bumps
  * the bell, then wakes it; the loop reads the bell before `watch`, and the
@@ -150,7 +151,7 @@ static void wl__watch_loop(wl__watch_t *w) {
     v = __atomic_fetch_or(life, FUTEX_WAITERS, SEQ);
     if (wl__ended(v)) {
       /* The sweep mends the ring, which rings the bell. */
-      wl__ask(w);
+      wl__sweeper_ask(&w->sweeper);
       wl__futex(bell, FUTEX_WAIT, b);
       continue;
     }
@@ -160,7 +161,7 @@ static void wl__watch_loop(wl__watch_t *w) {
     else if (rc == 1 && wl__ended(__atomic_load_n(life, SEQ)))
       /* The kernel wakes one waiter for a death: this one, whose bell may
        * have rung meanwhile, reports it all the same. */
-      wl__ask(w);
+      wl__sweeper_ask(&w->sweeper);
   }
 }
 
@@ -176,7 +177,7 @@ static void *wl__watcher_main(void *arg) {
   struct robust_list_head *glibc;
   size_t len;
 
-  pthread_setname_np(pthread_self(), "wl-watch");
+  wl__thread_name("wl-watch");
   w->entry.next = &w->head.list;
   w->head.list.next = &w->entry;
   w->head.futex_offset = (long)((uintptr_t)life - (uintptr_t)&w->entry);
@@ -205,53 +206,32 @@ static void *wl__watcher_main(void *arg) {
   return NULL;
 }
 
-static void *wl__sweeper_main(void *arg) {
-  wl__watch_t *w = arg;
-  uint32_t seen = 0;
-
-  pthread_setname_np(pthread_self(), "wl-sweep");
-  for (;;) {
-    uint32_t asks = __atomic_load_n(&w->asks, SEQ);
-    if (__atomic_load_n(&w->done, SEQ))
-      return NULL;
-    if (asks == seen) {
-      wl__futex(&w->asks, FUTEX_WAIT_PRIVATE, seen);
-      continue;
-    }
-    /* Asks that came meanwhile are answered by this one sweep. */
-    seen = asks;
-    w->sweep(w->m);
-  }
-}
-
 int wl__os_watch_start(wl_manager_t *m, wl__owner_t *self,
                        int (*sweep)(wl_manager_t *m)) {
   wl__watch_t *w = calloc(1, sizeof(*w));
-  sigset_t all, old;
   int rc;
 
   if (w == NULL)
     return WL_ENOMEM;
   w->m = m;
   w->self = self;
-  w->sweep = sweep;
-  /* The process's signals go to its own threads, never to these. */
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  rc = pthread_create(&w->sweeper, NULL, wl__sweeper_main, w);
-  if (rc == 0) {
-    m->watcher = w;
-    rc = pthread_create(&w->watcher, NULL, wl__watcher_main, w);
-    if (rc != 0)
-      wl__os_watch_stop_sweeper(m); /* never asked: not waiting for the mutex */
+  /* A vacant record's word may say its last watcher died: the new one's
+   * says nothing until its watcher holds it. */
+  __atomic_store_n(&self->life, 0, SEQ);
+  if ((rc = wl__sweeper_start(&w->sweeper, m, sweep)) != 0) {
+    free(w);
+    return rc;
   }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) {
+  m->watcher = w;
+  if ((rc = wl__thread_start(&w->watcher, wl__watcher_main, w)) != 0) {
+    /* Never asked: not waiting for the mutex. */
+    wl__sweeper_free(&w->sweeper);
     m->watcher = NULL;
     free(w);
-    return -rc;
+    return rc;
   }
-  /* The watcher takes no lock: waiting for it under the mutex is safe. */
+  /* The watcher never waits for the mutex: waiting for it under the mutex
+   * is safe. */
   while (!__atomic_load_n(&w->ready, SEQ))
     wl__futex(&w->ready, FUTEX_WAIT_PRIVATE, 0);
   rc = w->rc;
@@ -261,15 +241,8 @@ int wl__os_watch_start(wl_manager_t *m, wl__owner_t *self,
 }
 
 void wl__os_watch_stop_sweeper(wl_manager_t *m) {
-  wl__watch_t *w = m->watcher;
-
-  if (w == NULL || w->swept)
-    return;
-  __atomic_store_n(&w->done, 1, SEQ);
-  __atomic_fetch_add(&w->asks, 1, SEQ);
-  wl__futex(&w->asks, FUTEX_WAKE_PRIVATE, 1);
-  pthread_join(w->sweeper, NULL);
-  w->swept = 1;
+  if (m->watcher != NULL)
+    wl__sweeper_stop(&m->watcher->sweeper);
 }
 
 void wl__os_watch_stop(wl_manager_t *m) {
@@ -277,11 +250,12 @@ void wl__os_watch_stop(wl_manager_t *m) {
 
   if (w == NULL)
     return;
-  wl__os_watch_stop_sweeper(m);
+  wl__sweeper_stop(&w->sweeper);
   __atomic_store_n(&w->stop, 1, SEQ);
   __atomic_fetch_add(&w->self->bell, 1, SEQ);
   wl__wake_all(&w->self->bell);
   pthread_join(w->watcher, NULL);
+  wl__sweeper_free(&w->sweeper);
   free(w);
   m->watcher = NULL;
 }

@@ -1,8 +1,9 @@
-/* Wake-ups across processes: every agent of a machine-wide manager has a FIFO
- * beside the manager's file, named by the manager's path and a number drawn
- * at random for it (getrandom) and kept in its record. Other users of a
- * shared directory (/dev/shm is sticky and world-writable) can list names
- * but cannot predict the next: a name that is taken already (mkfifo fails)
+/* Wake-ups across processes, as both families make them: every agent of a
+ * machine-wide manager (and, in the POSIX family, every owner's watcher:
+ * os/posix/watch.c) has a FIFO beside the manager's file, named by the
+ * manager's path and a number drawn at random for it (getentropy) and kept
+ * in its record. Other users of a shared directory (/dev/shm and /tmp are
+ * sticky and world-writable) can list names but cannot predict the next: a name that is taken already (mkfifo fails)
  * is drawn again, and no file this process did not make is ever removed
  * but a dead agent's FIFO, by the number in its record. That number, like
  * everything in the file, may have been written by anyone who can write the
@@ -27,7 +28,8 @@
  * FIFO lost its reader (the agent closed, or its process died) fails with
  * EPIPE and is opened again by name. Writers never see SIGPIPE: Node
  * ignores it. */
-#define _GNU_SOURCE
+#define _GNU_SOURCE      /* getentropy (glibc) */
+#define _DARWIN_C_SOURCE /* the same on macOS */
 
 #include <dirent.h>
 #include <errno.h>
@@ -39,7 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../machine.h"
+#include "machine.h"
 
 #define WL__FIFO_PATH_MAX (WL__PATH_MAX + 24)
 /* Names drawn before giving up: each is taken with odds of 2^-64 unless
@@ -54,10 +56,8 @@ static int wl__fifo_path(const wl_manager_t *m, uint64_t wake, char *buf,
 
 int wl__os_draw(uint64_t *wake) {
   do {
-    while (getrandom(wake, sizeof(*wake), 0) != (ssize_t)sizeof(*wake)) {
-      if (errno != EINTR)
-        return -errno;
-    }
+    if (getentropy(wake, sizeof(*wake)) != 0)
+      return -errno;
   } while (*wake == 0);
   return 0;
 }

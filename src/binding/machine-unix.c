@@ -1,7 +1,7 @@
 /* The binding's part for the machine-wide manager (wl_scope_open), which
- * exists on Linux: a thread's agents of machine-wide managers, each polled on its
- * FIFO (by the waker thread under Bun: waker.c), and the files mapped once
- * per process. */
+ * exists on Linux and macOS: a thread's agents of machine-wide managers,
+ * each polled on its FIFO (by the waker thread under Bun: waker.c), and
+ * the files mapped once per process. */
 #include "machine.h"
 #include "query.h"
 #include "thread.h"
@@ -338,12 +338,23 @@ static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
   return wlb__query(env, a->seg->m);
 }
 
+/* machineFamily() -> which OS family's mechanism the build has:
+ * "linux" or "posix" (src/os/machine.h), for tests of one family's own. */
+static napi_value wlb_machine_family(napi_env env, napi_callback_info info) {
+  napi_value result;
+
+  WLB_CALL(env, napi_create_string_utf8(env, WL_OS_POSIX ? "posix" : "linux",
+                                        NAPI_AUTO_LENGTH, &result));
+  return result;
+}
+
 size_t wlb__scope_props(wlb_thread_t *t, napi_property_descriptor *props) {
   napi_property_descriptor scope[WLB_SCOPE_PROPS] = {
       {"open", NULL, wlb_open, NULL, NULL, NULL, napi_default, t},
       {"scopeRequest", NULL, wlb_scope_request, NULL, NULL, NULL, napi_default, t},
       {"scopeQuery", NULL, wlb_scope_query, NULL, NULL, NULL, napi_default, t},
       {"close", NULL, wlb_close, NULL, NULL, NULL, napi_default, t},
+      {"machineFamily", NULL, wlb_machine_family, NULL, NULL, NULL, napi_default, t},
   };
 
   memcpy(props, scope, sizeof(scope));

@@ -1,13 +1,20 @@
-/* The scope's file on Linux (os/machine.h). A new file is made where no one
- * else can see it (O_TMPFILE, or a temporary name no one can predict), and
- * put in place (linkat, or renameat2 with RENAME_NOREPLACE), which fails if
- * another process's came first. An existing file is used only if it is a
- * regular file of ours, or another user's that both that user's permission
- * bits and ours (the mode asked for) open to others, with one name (a hard
- * link would give its agents two sets of FIFO names, os/linux/wake.c). Its
- * pages are reserved (fallocate) before they are first stored to. Its
- * mutex is a pthread mutex, process-shared and robust. */
-#define _GNU_SOURCE
+/* The scope's file (os/machine.h), as both families make and open it. A new
+ * file is made where no one else can see it (on Linux O_TMPFILE, or a
+ * temporary name no one can predict), and put in place (linkat, or a rename
+ * that fails if another process's came first: renameat2 with
+ * RENAME_NOREPLACE on Linux, renamex_np with RENAME_EXCL on macOS). The
+ * POSIX family takes the temporary name wherever it runs, as it must on
+ * macOS, so that its tests on Linux take that path too. An existing file is
+ * used only if it is a regular file of ours, or another user's that both
+ * that user's permission bits and ours (the mode asked for) open to others,
+ * with one name (a hard link would give its agents two sets of FIFO names,
+ * os/unix/wake.c). On Linux its pages are reserved (fallocate) before they
+ * are first stored to; macOS has no call that reserves a sparse file's
+ * pages without writing them, and keeps the old behaviour (a full disk may
+ * fault a store). Each family closes its descriptors as its locks allow
+ * (wl__os_file_leave). */
+#define _GNU_SOURCE      /* O_TMPFILE, fallocate, renameat2's number */
+#define _DARWIN_C_SOURCE /* renamex_np */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,16 +22,18 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-#include "../machine.h"
-
-#define WL__PAGE 4096
+#ifdef __linux__
+#include <sys/syscall.h>
 /* The kernel's (linux/fs.h), where the C library does not say it (musl). */
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
 #endif
+#endif
+
+#include "machine.h"
+
+#define WL__PAGE 4096
 
 static int wl__map(wl_manager_t *m, uint64_t size) {
   void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
@@ -37,26 +46,31 @@ static int wl__map(wl_manager_t *m, uint64_t size) {
 }
 
 /* A new file in the directory of path that no other process can open yet:
- * O_TMPFILE where the file system has it, else a temporary name that no
- * other user can take first (drawn at random, again if taken; in *tmp,
- * which the caller removes). */
+ * O_TMPFILE where the family and the file system have it, else a temporary
+ * name that no other user can take first (drawn at random, again if taken;
+ * in *tmp, which the caller removes). */
 static int wl__open_unlinked(const char *path, unsigned mode, char *tmp,
                              size_t tmplen) {
-  char dir[WL__PATH_MAX];
-  const char *slash = strrchr(path, '/');
   uint64_t r;
-  int fd, tries;
+  int fd = -1, tries;
 
   tmp[0] = '\0';
-  if (slash != NULL && (size_t)(slash - path) < sizeof(dir)) {
-    memcpy(dir, path, (size_t)(slash - path));
-    dir[slash == path ? 1 : slash - path] = '\0';
-    if (slash == path)
-      dir[0] = '/';
-    fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
-    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
-      return fd;
+#if !WL_OS_POSIX
+  {
+    char dir[WL__PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (slash != NULL && (size_t)(slash - path) < sizeof(dir)) {
+      memcpy(dir, path, (size_t)(slash - path));
+      dir[slash == path ? 1 : slash - path] = '\0';
+      if (slash == path)
+        dir[0] = '/';
+      fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+      if (fd >= 0 ||
+          (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+        return fd;
+    }
   }
+#endif
   for (tries = 0; tries < 4; tries++) {
     if (wl__os_draw(&r) != 0)
       return -1;
@@ -88,35 +102,51 @@ int wl__os_file_create(wl_manager_t *m, const char *path, uint64_t size,
                  strerror(errno));
   } else if ((rc = wl__map(m, size)) != 0) {
     wl__say(err, errlen, rc, "cannot map %s: %s", path, strerror(-rc));
+  } else if ((rc = wl__os_file_join(m, &st)) != 0) {
+    wl__say(err, errlen, rc, "cannot create %s: out of memory", path);
+    munmap(m->map, m->map_size);
   } else {
     m->gid = st.st_gid;
     return 0;
   }
   if (m->tmp[0] != '\0')
     unlink(m->tmp);
-  close(m->fd);
-  m->fd = -1;
+  wl__os_file_leave(m);
   return rc;
 }
+
+#ifdef __APPLE__
+static int wl__rename_noreplace(const char *from, const char *to) {
+  return renamex_np(from, to, RENAME_EXCL) == 0 ? 0 : -errno;
+}
+#else
+static int wl__rename_noreplace(const char *from, const char *to) {
+  return syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to,
+                 RENAME_NOREPLACE) == 0
+             ? 0
+             : -errno;
+}
+#endif
 
 /* With one name at every moment (a rename, not a link then an unlink). */
 int wl__os_file_publish(wl_manager_t *m, const char *path, char *err,
                         size_t errlen) {
-  char proc[64];
   int rc;
 
   WL__FAULT("create");
+#if WL_OS_POSIX
+  rc = wl__rename_noreplace(m->tmp, path);
+#else
   if (m->tmp[0] != '\0') {
-    rc = syscall(SYS_renameat2, AT_FDCWD, m->tmp, AT_FDCWD, path,
-                 RENAME_NOREPLACE) == 0
-             ? 0
-             : -errno;
+    rc = wl__rename_noreplace(m->tmp, path);
   } else {
+    char proc[64];
     snprintf(proc, sizeof(proc), "/proc/self/fd/%d", m->fd);
     rc = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0
              ? 0
              : -errno;
   }
+#endif
   if (rc == 0)
     m->tmp[0] = '\0';
   else if (rc != -EEXIST)
@@ -169,9 +199,12 @@ int wl__os_file_attach(wl_manager_t *m, const char *path, unsigned mode,
                  path, (unsigned long long)st.st_size);
   else if ((rc = wl__map(m, (uint64_t)st.st_size)) != 0)
     wl__say(err, errlen, rc, "cannot map %s: %s", path, strerror(-rc));
+  else if ((rc = wl__os_file_join(m, &st)) != 0) {
+    wl__say(err, errlen, rc, "cannot open %s: out of memory", path);
+    munmap(m->map, m->map_size);
+  }
   if (rc != 0) {
-    close(m->fd);
-    m->fd = -1;
+    wl__os_file_leave(m);
     return rc;
   }
   m->mode = st.st_mode & 0777;
@@ -184,13 +217,13 @@ void wl__os_file_drop(wl_manager_t *m) {
   if (m->tmp[0] != '\0')
     unlink(m->tmp);
   m->tmp[0] = '\0';
-  close(m->fd);
-  m->fd = -1;
+  wl__os_file_leave(m);
 }
 
 /* From where the last reservation ended, and the first page with the
  * first. */
 int wl__os_file_reserve(wl_manager_t *m, uint64_t upto) {
+#ifdef __linux__
   uint64_t from = m->limit == 0 ? 0 : WL__PAGE + m->limit;
 
   while (fallocate(m->fd, 0, (off_t)from, (off_t)(WL__PAGE + upto - from)) !=
@@ -200,34 +233,26 @@ int wl__os_file_reserve(wl_manager_t *m, uint64_t upto) {
     if (errno != EINTR)
       return WL_ENOMEM;
   }
+#endif
   m->limit = upto;
   return 0;
 }
 
-/* A second open of the same file, with one name (agents of processes that
- * opened it by two names would look for each other's FIFOs under
- * different names). */
-int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
-                      size_t errlen) {
-  struct stat a, b;
+/* With one name (agents of processes that opened it by two names would look
+ * for each other's FIFOs under different names). */
+int wl__os_file_same(wl_manager_t *m, const char *path, const struct stat *st,
+                     char *err, size_t errlen) {
+  struct stat a;
 
-  m->probe_fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (m->probe_fd < 0 || fstat(m->fd, &a) != 0 || fstat(m->probe_fd, &b) != 0 ||
-      a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
-    if (m->probe_fd >= 0)
-      close(m->probe_fd);
-    m->probe_fd = -1;
+  if (fstat(m->fd, &a) != 0 || a.st_dev != st->st_dev ||
+      a.st_ino != st->st_ino)
     return wl__say(err, errlen, WL_ECORRUPT,
                    "%s was replaced while it was being opened", path);
-  }
-  if (a.st_nlink != 1) {
-    close(m->probe_fd);
-    m->probe_fd = -1;
+  if (a.st_nlink != 1)
     return wl__say(err, errlen, -EMLINK,
                    "%s has %llu names (hard links); a scope's file must "
                    "have one: remove the others",
                    path, (unsigned long long)a.st_nlink);
-  }
   return 0;
 }
 
@@ -264,20 +289,3 @@ int wl__os_work_map(wl_manager_t *m, uint64_t size) {
 }
 
 void wl__os_work_unmap(wl_manager_t *m) { munmap(m->work, m->work_size); }
-
-int wl__os_file_mutex_init(wl__os_mutex_t *mu) {
-  pthread_mutexattr_t attr;
-  int rc;
-
-  if ((rc = pthread_mutexattr_init(&attr)) != 0)
-    return -rc;
-  if ((rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED)) == 0 &&
-      (rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST)) == 0)
-    rc = pthread_mutex_init(mu, &attr);
-  pthread_mutexattr_destroy(&attr);
-  return -rc;
-}
-
-void wl__os_mutex_consistent(wl__os_mutex_t *mu) {
-  pthread_mutex_consistent(mu);
-}
