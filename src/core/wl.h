@@ -96,7 +96,7 @@ struct wl_agent_s {
   uint32_t gen;   /* the record's generation when made */
   uint32_t local; /* its index in the manager's table of this process's agents */
   int wake_fd;    /* its FIFO's read end, for a machine-wide manager; else -1 */
-  uint64_t wake;  /* its FIFO's number (os/linux/wake.c), or 0 */
+  uint64_t wake;  /* its FIFO's number (os/unix/wake.c), or 0 */
   wl__table_t requests; /* its requests' handles, by the index records carry */
 };
 

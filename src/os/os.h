@@ -1,9 +1,9 @@
 /* The OS layer: what the core asks of the system, stated as guarantees
  * rather than system calls (as SQLite's os.h). One file per OS family keeps
  * them: os/unix/os.c (Linux and macOS) and os/win/os.c (Windows). The
- * machine-wide manager's facilities (map a file, lock a byte for proof of
- * life, wait for a death, wake an agent) exist on Linux alone, in the
- * os/linux/ files, and are declared in core/internal.h. */
+ * machine-wide manager's facilities (map a file, a mutex in it, lock a byte
+ * for proof of life, wait for a death, wake an agent) exist on Linux and
+ * macOS, declared in os/machine.h. */
 #ifndef WL_OS_H
 #define WL_OS_H
 
@@ -13,8 +13,9 @@
 
 #include "../core/wl.h"
 
-/* A robust mutex's holder died holding it (wl__os_mutex_lock): one of the
- * core's own codes, never returned to callers. */
+/* The holder of a machine-wide manager's mutex died holding it
+ * (wl__os_file_mutex_lock, os/machine.h): one of the core's own codes,
+ * never returned to callers. */
 #define WL__EOWNERDEAD (-30100)
 
 /* The types, and what is inline, per platform. */
@@ -25,10 +26,7 @@
 #endif
 
 /* A mutex of this process's threads. Initialising one: 0 or WL_ENOMEM.
- * Taking one returns 0, or, for a machine-wide manager's robust mutex (Linux:
- * os/machine.h), WL__EOWNERDEAD when its holder died holding it (it
- * is then held, and its state is to be repaired) or WL_ECORRUPT when it can
- * no longer be taken (it is then not held). */
+ * Taking one returns 0 (WL_ECORRUPT if the system fails it). */
 int wl__os_mutex_init(wl__os_mutex_t *mu);
 void wl__os_mutex_destroy(wl__os_mutex_t *mu);
 /* Inline where the platform's header says so (os/unix/os.h): every

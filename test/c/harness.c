@@ -37,7 +37,7 @@ static void kill_here(const char *point) {
 }
 
 /* And, as Node does, ignore SIGPIPE: a wake-up written to the FIFO of an
- * agent that is gone fails with EPIPE (os/linux/wake.c). */
+ * agent that is gone fails with EPIPE (os/unix/wake.c). */
 __attribute__((constructor)) static void install_fault_hook(void) {
   wl__fault_hook = kill_here;
   signal(SIGPIPE, SIG_IGN);

@@ -73,6 +73,7 @@ int wl__os_file_join(wl_manager_t *m, const struct stat *st) {
       l = NULL;
       rc = WL_ENOMEM;
     } else {
+      l->pid = wl__locals_pid;
       l->dev = (uint64_t)st->st_dev;
       l->ino = (uint64_t)st->st_ino;
       l->fd = m->fd;

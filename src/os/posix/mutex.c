@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <unistd.h>
 
 #include "posix.h"
 
@@ -56,7 +55,7 @@ int wl__os_file_mutex_lock(wl_manager_t *m) {
     pthread_mutex_unlock(&l->mu);
     return WL_ECORRUPT;
   }
-  was = __atomic_exchange_n(&mu->holder, (uint32_t)getpid(), SEQ);
+  was = __atomic_exchange_n(&mu->holder, (uint32_t)l->pid, SEQ);
   WL__FAULT("mutex-held");
   if (__builtin_expect(was == 0, 1))
     return 0;

@@ -72,6 +72,7 @@ typedef struct wl__os_owner_s {
 typedef struct wl__os_local_s {
   struct wl__os_local_s *next;
   uint64_t dev, ino;
+  pid_t pid;     /* this process's (getpid() is a system call) */
   unsigned refs; /* handles; under the table's mutex (local.c) */
   int fd;        /* what every lock is taken through: the first handle's */
   int *kept;     /* the other descriptors of the file, closed with the last */

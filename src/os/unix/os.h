@@ -1,10 +1,9 @@
 /* The OS layer's types on Linux and macOS (os/os.h), and its mutex, inline:
- * a pthread mutex, the process's own or, for a machine-wide manager, a robust one
- * in the file (os/linux/file.c). */
+ * a pthread mutex of the process (a machine-wide manager's, in its file, is
+ * os/machine.h's). */
 #ifndef WL_OS_UNIX_H
 #define WL_OS_UNIX_H
 
-#include <errno.h>
 #include <pthread.h>
 
 typedef pthread_mutex_t wl__os_mutex_t;
@@ -19,10 +18,6 @@ static inline int wl__os_mutex_lock(wl__os_mutex_t *mu) {
 
   if (__builtin_expect(rc == 0, 1))
     return 0;
-#ifdef EOWNERDEAD
-  if (rc == EOWNERDEAD)
-    return WL__EOWNERDEAD;
-#endif
   return WL_ECORRUPT;
 }
 
