@@ -2,7 +2,7 @@
  * managers' agents whose thread's event loop cannot poll a descriptor. Bun
  * gives addons uv_async_t but aborts the process on uv_poll_init (and on
  * uv_thread_create: pthreads here). Under Node each agent's loop polls its
- * own FIFO (machine-linux.c) and this thread never starts.
+ * own FIFO (machine-unix.c) and this thread never starts.
  *
  * The thread waits on an epoll set of the agents' FIFOs. When one is
  * readable, it reads it (wl_agent_woken) and sends the agent's uv_async_t,
