@@ -26,7 +26,7 @@
           ],
           "conditions": [
             ["OS == 'linux'", {
-              "sources": ["src/binding/waker.c"]
+              "sources": ["src/binding/waker-linux.c"]
             }, {
               "sources": ["src/binding/waker-none.c"]
             }],

@@ -120,7 +120,7 @@ function openMachine (binding, { file, size, mode }) {
     throw domException(openFailure(`this build of web-locks has no machine-wide lock manager (${why}).`), 'NotSupportedError')
   }
   // Bun's loop cannot poll a descriptor; the thread that polls for it
-  // (src/binding/waker.c) waits with epoll, which only Linux has.
+  // (src/binding/waker-linux.c) waits with epoll, which only Linux has.
   if (process.versions.bun !== undefined && process.platform !== 'linux') {
     throw domException(openFailure('under Bun, the machine-wide lock manager runs on Linux only.'), 'NotSupportedError')
   }
@@ -129,7 +129,7 @@ function openMachine (binding, { file, size, mode }) {
     // Whether the thread's loop can poll the agent's FIFO, through which
     // other processes wake it: Bun aborts the process when an addon polls a
     // descriptor (uv_poll_init), and a thread of the binding's polls them
-    // there (src/binding/waker.c).
+    // there (src/binding/waker-linux.c).
     handle = binding.open(file, size, mode, randomUUID(), process.versions.bun === undefined)
   } catch (error) {
     throw realmError(error, 'web-locks: ')

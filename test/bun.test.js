@@ -3,7 +3,7 @@
 // under it, this file among them; under Node it is pending). Bun aborts the
 // process when an addon polls a descriptor (uv_poll_init), so the
 // machine-wide manager's agents are woken by other processes through a
-// thread of the binding's own, the waker (src/binding/waker.c, named
+// thread of the binding's own, the waker (src/binding/waker-linux.c, named
 // wl-wake), instead of their loop's uv_poll: these tests are about it.
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');

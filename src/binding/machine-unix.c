@@ -1,6 +1,6 @@
 /* The binding's part for the machine-wide manager (wl_scope_open), which
  * exists on Linux and macOS: a thread's agents of machine-wide managers,
- * each polled on its FIFO (by the waker thread under Bun: waker.c), and
+ * each polled on its FIFO (by the waker thread under Bun: waker-linux.c), and
  * the files mapped once per process. */
 #include "machine.h"
 #include "query.h"

@@ -43,7 +43,7 @@ struct wlb_agent_s {
   wlb_thread_t *t;
   struct wlb_file_s *seg; /* machine-unix.c's */
   /* How other processes wake it: its loop polls its FIFO, or, where the loop
-   * cannot (Bun), the waker thread does and sends this async (waker.c). */
+   * cannot (Bun), the waker thread does and sends this async (waker-linux.c). */
   union {
     uv_handle_t handle;
     uv_poll_t poll;

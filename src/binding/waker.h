@@ -1,4 +1,4 @@
-/* The waker thread (waker.c), which wakes the machine-wide managers' agents
+/* The waker thread (waker-linux.c), which wakes the machine-wide managers' agents
  * whose thread's event loop cannot poll their FIFO (Bun's). */
 #ifndef WLB_WAKER_H
 #define WLB_WAKER_H
