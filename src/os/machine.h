@@ -82,11 +82,11 @@ struct wl__os_file_mutex_s {
   uint32_t holder; /* the holder's pid while it is held, else 0 */
   uint32_t broken; /* 1 once it is unusable for good */
 };
-#else
+#elif !defined(_WIN32)
 struct wl__os_file_mutex_s {
   pthread_mutex_t mu; /* process-shared and robust */
 };
-#endif
+#endif /* Windows has no machine-wide manager yet: the type stays incomplete */
 typedef struct wl__os_file_mutex_s wl__os_file_mutex_t;
 
 /* Initialises it in a new file: 0 or an error code. */
