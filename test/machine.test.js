@@ -89,7 +89,7 @@ const linux = process.platform === 'linux';
     });
 
     it('chooses /dev/shm by default on Linux and /var/tmp on macOS: a directory every user shares, which no clean-up empties under a live scope', function () {
-      const { defaultDir } = require('../lib/manager-machine.js');
+      const { defaultDir } = require(path.join(PKG, 'lib', 'manager-machine.js'));
       assert.equal(defaultDir('linux'), '/dev/shm');
       assert.equal(defaultDir('darwin'), '/var/tmp');
       assert.equal(defaultDir(), process.platform === 'darwin' ? '/var/tmp' : '/dev/shm');
