@@ -16,7 +16,7 @@
 // node.exe requires. Under wine, node.exe cannot write to a pipe (EBADF):
 // the suite's output goes to a file, printed when it ends.
 
-const { spawnSync } = require('node:child_process')
+const { spawn, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
 
@@ -47,9 +47,9 @@ const LEFT_OUT = ['keeps the tokens increasing across a crash of the server', "a
 // A whole run takes about 2 minutes; a hung one ends here.
 const RUN_TIMEOUT = 15 * 60 * 1000
 
+// Ends the run through main()'s catch, which stops the PostgreSQL server.
 function fail (message) {
-  console.error(`test-windows: ${message}`)
-  process.exit(1)
+  throw new Error(`test-windows: ${message}`)
 }
 
 function wine (args, options = {}) {
@@ -68,20 +68,28 @@ function winePrefix () {
   return env
 }
 
-// node.exe with args under wine, its output in a file; { status, output }.
+// node.exe with args under wine, its output in a file: resolves with
+// { status, output }. It waits without blocking this process's event loop:
+// the PostgreSQL server that this script starts writes its log to a pipe
+// that this process reads, and a server whose pipe is full stalls every
+// session that logs (a blocked spawnSync here stalled the suites).
 function nodeExe (exe, args, env, options = {}) {
   const log = path.join(options.dir, 'output.txt')
   const fd = fs.openSync(log, 'w')
-  try {
-    const r = wine([exe, ...args], { env, cwd: options.cwd || ROOT, stdio: ['ignore', fd, fd], timeout: options.timeout })
+  const child = spawn('wine', [exe, ...args], { env, cwd: options.cwd || ROOT, stdio: ['ignore', fd, fd] })
+  fs.closeSync(fd)
+  return new Promise((resolve, reject) => {
+    let timedOut = false
     // A run past its time limit is a failed run (status null), not the end.
-    if (r.error && r.error.code !== 'ETIMEDOUT') fail(`wine ${path.basename(exe)}: ${r.error.message}`)
-    return { status: r.status, output: fs.readFileSync(log, 'utf8') }
-  } finally {
-    fs.closeSync(fd)
-    // Whatever wine left running (a hung run's node.exe) ends with its server.
-    spawnSync('wineserver', ['-k'], { env })
-  }
+    const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL') }, options.timeout || 5 * 60 * 1000)
+    child.on('error', (error) => reject(new Error(`test-windows: wine ${path.basename(exe)}: ${error.message}`)))
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      // Whatever wine left running (a hung run's node.exe) ends with its server.
+      spawnSync('wineserver', ['-k'], { env })
+      resolve({ status: timedOut ? null : code, output: fs.readFileSync(log, 'utf8') })
+    })
+  })
 }
 
 async function main () {
@@ -93,37 +101,29 @@ async function main () {
   let status = 1
   try {
     const pkg = pack(tmp)
-    const resolved = nodeExe(exe, ['-p', `require('node-gyp-build').resolve(${JSON.stringify(pkg)})`], env, { dir: tmp, cwd: pkg })
+    const resolved = await nodeExe(exe, ['-p', `require('node-gyp-build').resolve(${JSON.stringify(pkg)})`], env, { dir: tmp, cwd: pkg })
     const want = path.join('prebuilds', 'win32-x64', 'web-locks.node').replace(/\//g, '\\')
     if (resolved.status !== 0 || !resolved.output.trim().endsWith(want)) fail(`node-gyp-build picks ${resolved.output.trim()}, not ${want}`)
-    const version = nodeExe(exe, ['-p', 'process.version + " " + process.platform + "-" + process.arch'], env, { dir: tmp }).output.trim()
+    const version = (await nodeExe(exe, ['-p', 'process.version + " " + process.platform + "-" + process.arch'], env, { dir: tmp })).output.trim()
     console.log(`test-windows: ${resolved.output.trim()} under Node ${version} (wine ${spawnSync('wine', ['--version'], { encoding: 'utf8' }).stdout.trim()})`)
     const { url } = await postgres()
     const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')
     const grep = LEFT_OUT.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')
-    // Under wine the PostgreSQL suites have stalled in 2 runs of 5 here (a
-    // session's end not seen in time, and the tests after it timing out;
-    // not seen on Linux, nor when run again): a failed run is run once more,
-    // its failures printed first.
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      // --exit: a failed test's connections left open must not keep
-      // node.exe running until the time limit (the Linux runs are the ones
-      // that check that nothing is left open).
-      const run = nodeExe(exe, [mocha, '--no-config', '--exit', '--timeout', '30000', '--grep', grep, '--invert', ...files],
-        Object.assign({}, env, { WEB_LOCKS_PKG: pkg, WEB_LOCKS_TEST_POSTGRES: url }), { dir: tmp, timeout: RUN_TIMEOUT })
-      process.stdout.write(run.output)
-      status = run.status === null ? 1 : run.status
-      if (run.status === null) console.error(`test-windows: the suite did not end within ${RUN_TIMEOUT / 60000} minutes`)
-      // Mocha's own counts too: a node.exe that another run's `wineserver -k`
-      // ended (two runs on one prefix) exits 0 under wine, with failures
-      // reported or with nothing at all.
-      const failing = /^\s*(\d+) failing$/m.exec(run.output)
-      if (status === 0 && (failing !== null || !/^\s*\d+ passing/m.test(run.output))) {
-        console.error(`test-windows: node.exe exited 0, but mocha reported ${failing !== null ? `${failing[1]} failing` : 'no result'}`)
-        status = 1
-      }
-      if (status === 0) break
-      if (attempt === 1) console.error('test-windows: the run failed (above); running it once more')
+    // --exit: a failed test's connections left open must not keep node.exe
+    // running until the time limit (the Linux runs are the ones that check
+    // that nothing is left open).
+    const run = await nodeExe(exe, [mocha, '--no-config', '--exit', '--timeout', '30000', '--grep', grep, '--invert', ...files],
+      Object.assign({}, env, { WEB_LOCKS_PKG: pkg, WEB_LOCKS_TEST_POSTGRES: url }), { dir: tmp, timeout: RUN_TIMEOUT })
+    process.stdout.write(run.output)
+    status = run.status === null ? 1 : run.status
+    if (run.status === null) console.error(`test-windows: the suite did not end within ${RUN_TIMEOUT / 60000} minutes`)
+    // Mocha's own counts too: a node.exe that another run's `wineserver -k`
+    // ended (two runs on one prefix) exits 0 under wine, with failures
+    // reported or with nothing at all.
+    const failing = /^\s*(\d+) failing$/m.exec(run.output)
+    if (status === 0 && (failing !== null || !/^\s*\d+ passing/m.test(run.output))) {
+      console.error(`test-windows: node.exe exited 0, but mocha reported ${failing !== null ? `${failing[1]} failing` : 'no result'}`)
+      status = 1
     }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true })
@@ -133,7 +133,7 @@ async function main () {
 }
 
 main().catch(async (error) => {
-  console.error(error)
+  console.error(error.message.startsWith('test-windows: ') ? error.message : error)
   await stop()
   process.exit(1)
 })

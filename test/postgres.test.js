@@ -5,10 +5,16 @@
 // child processes (test/fixtures/agent.js).
 const assert = require('node:assert/strict');
 const childProcess = require('node:child_process');
+const { promisify } = require('node:util');
 const { api, holdOn, only, isDOMException, PKG, scopeName } = require('./fixtures/util');
 const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres, startServer, loginRole, grantSchema } = require('./fixtures/postgres');
 const { Proxy } = require('./fixtures/tcp-proxy');
+
+// A child that talks to the server is awaited, never waited for with the
+// loop blocked: this process reads the server's log (fixtures/postgres.js),
+// and a server whose log pipe is full stalls.
+const execFile = promisify(childProcess.execFile);
 
 describe('openLockManager (PostgreSQL)', function () {
   this.timeout(30000);
@@ -252,7 +258,7 @@ describe('openLockManager (PostgreSQL)', function () {
           await m.request('x', () => {});
           m.close().then(() => console.log('closed'));
         });`;
-      const out = childProcess.execFileSync(process.execPath, ['-e', code], { encoding: 'utf8', timeout: 20000 });
+      const { stdout: out } = await execFile(process.execPath, ['-e', code], { encoding: 'utf8', timeout: 20000 });
       assert.equal(out.trim(), 'closed');
       const { rows } = await admin.query('SELECT count(*)::int AS n FROM web_locks.agents WHERE scope = $1', [scope]);
       assert.equal(rows[0].n, 0);
@@ -654,7 +660,7 @@ describe('openLockManager (PostgreSQL)', function () {
       }
     });
 
-    it('sends its calls on the session one at a time itself: many at once draw no warning from pg', function () {
+    it('sends its calls on the session one at a time itself: many at once draw no warning from pg', async function () {
       const scope = scopeName('one-at-a-time');
       const code = `const warnings = [];
         process.on('warning', (w) => warnings.push(w.name + ': ' + w.message));
@@ -666,7 +672,7 @@ describe('openLockManager (PostgreSQL)', function () {
           await m.close();
           setImmediate(() => console.log(JSON.stringify({ values, warnings })));
         });`;
-      const out = JSON.parse(childProcess.execFileSync(process.execPath, ['-e', code], { encoding: 'utf8', timeout: 20000 }));
+      const out = JSON.parse((await execFile(process.execPath, ['-e', code], { encoding: 'utf8', timeout: 20000 })).stdout);
       assert.deepEqual(out.values, Array.from({ length: 20 }, (_, i) => i));
       assert.deepEqual(out.warnings, []);
     });
