@@ -5,13 +5,13 @@
 // builds only for x64, and only the prebuilt binary: the C sources need GCC
 // or Clang, not MSVC, which is what node-gyp uses there.
 
-const PREBUILT = 'Linux x64 and arm64 (glibc 2.28 or later, and musl) and Windows x64'
+const PREBUILT = 'Linux x64 and arm64 (glibc 2.28 or later, and musl), macOS x64 and arm64, and Windows x64'
 
 // Why web-locks cannot run on a platform and CPU, or null where it can.
 function unsupported (platform, arch) {
   if (platform === 'win32' && arch !== 'x64') {
     return `web-locks does not support Windows on ${arch}. It is prebuilt for ${PREBUILT}, ` +
-      'and compiled on install on macOS (with Xcode\'s command line tools) and on other Unix systems with a C11 compiler.'
+      'and compiled on install on other Unix systems with a C11 compiler.'
   }
   return null
 }

@@ -6,7 +6,8 @@
 // as binding.gyp selects them for macOS (OS 'mac', wl_machine 1, wl_posix 1:
 // the machine-wide manager on the POSIX family, src/os/posix/, whose
 // macOS-only lines this is the only build of), compile
-// without a warning (-Werror) and link, for x86_64 and arm64 macOS 11, with
+// without a warning (-Werror) and link, for x86_64 macOS 10.15 and arm64
+// macOS 11 (the prebuilds' targets), with
 // Zig's C compiler (macOS's libc headers and libSystem stubs, from npm, as
 // scripts/prebuild.js gets it). Each result is checked by reading it (Mach-O
 // parsed here; Zig has no nm):
@@ -36,10 +37,9 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 // binding.gyp read, Zig installed and Node's headers found as prebuild.js does.
-const { gyp, nodeFunctions, nodeHeaders, zig: installedZig } = require('./prebuild.js')
+const { gyp, nodeFunctions, nodeHeaders, zig: installedZig, MAC } = require('./prebuild.js')
 
 const ROOT = path.resolve(__dirname, '..')
-const MAC = { OS: 'mac', wl_machine: 1, wl_posix: 1 }
 const LIBSYSTEM = '/usr/lib/libSystem.B.dylib'
 
 // Mach-O constants (<mach-o/loader.h>, <mach-o/nlist.h>).
@@ -47,6 +47,7 @@ const MH_MAGIC_64 = 0xfeedfacf
 const MH_DYLIB = 6
 const CPU = { 0x01000007: 'x86_64', 0x0100000c: 'arm64' }
 const LC_SYMTAB = 0x2
+const LC_CODE_SIGNATURE = 0x1d
 const LC_DYLIBS = new Set([0xc, 0x80000018, 0x8000001f, 0x20, 0x80000023]) // load, weak, reexport, lazy, upward
 const N_STAB = 0xe0
 const N_TYPE = 0x0e
@@ -55,19 +56,10 @@ const N_UNDF = 0x0
 const DYNAMIC_LOOKUP_ORDINAL = 0xfe
 
 const BUILDS = [
-  { zig: 'x86_64-macos.11.0', cpu: 'x86_64' },
+  { zig: 'x86_64-macos.10.15', cpu: 'x86_64' },
   { zig: 'aarch64-macos.11.0', cpu: 'arm64' },
   { zig: 'aarch64-macos.11.0', cpu: 'arm64', opt: '-O0' }
 ]
-
-// The C flags a macOS build gets: gyp's make generator takes them from
-// xcode_settings there, not cflags_c.
-function macCflags () {
-  const target = JSON.parse(fs.readFileSync(path.join(ROOT, 'binding.gyp'), 'utf8')).targets[0]
-  const xcode = target.xcode_settings
-  if (!xcode) return null
-  return [...(xcode.GCC_C_LANGUAGE_STANDARD ? [`-std=${xcode.GCC_C_LANGUAGE_STANDARD}`] : []), ...(xcode.OTHER_CFLAGS || [])]
-}
 
 // A Mach-O file's CPU, type, dylibs and undefined external symbols (name and
 // library ordinal: 1-based index into dylibs, or DYNAMIC_LOOKUP_ORDINAL).
@@ -80,6 +72,7 @@ function readMachO (file) {
   const filetype = b.readUInt32LE(12)
   const ncmds = b.readUInt32LE(16)
   const dylibs = []
+  let signed = false
   let symtab = null
   let off = 32
   for (let i = 0; i < ncmds; i++) {
@@ -88,6 +81,8 @@ function readMachO (file) {
     if (LC_DYLIBS.has(cmd)) {
       const name = off + b.readUInt32LE(off + 8)
       dylibs.push(b.toString('latin1', name, b.indexOf(0, name)))
+    } else if (cmd === LC_CODE_SIGNATURE) {
+      signed = true
     } else if (cmd === LC_SYMTAB) {
       symtab = { symoff: b.readUInt32LE(off + 8), nsyms: b.readUInt32LE(off + 12), stroff: b.readUInt32LE(off + 16) }
     }
@@ -103,7 +98,7 @@ function readMachO (file) {
       undefinedSymbols.push({ name: b.toString('latin1', name, b.indexOf(0, name)), ordinal: (b.readUInt16LE(e + 6) >> 8) & 0xff })
     }
   }
-  return { cpu: CPU[cputype] || `0x${cputype.toString(16)}`, filetype, dylibs, symtab: symtab !== null, undefinedSymbols }
+  return { cpu: CPU[cputype] || `0x${cputype.toString(16)}`, filetype, dylibs, signed, symtab: symtab !== null, undefinedSymbols }
 }
 
 // What is wrong with a linked file, as a list of sentences (empty: nothing),
@@ -114,6 +109,8 @@ function inspect (file, build, declared) {
   if (m.cpu !== build.cpu) problems.push(`CPU is ${m.cpu}, not ${build.cpu}`)
   if (m.filetype !== MH_DYLIB) problems.push(`file type ${m.filetype}, not a dylib (${MH_DYLIB})`)
   if (!m.symtab) problems.push('no symbol table')
+  // macOS on Apple silicon refuses code without a signature.
+  if (m.cpu === 'arm64' && !m.signed) problems.push('not signed (an arm64 Mac would refuse to load it)')
   const others = m.dylibs.filter((d) => d !== LIBSYSTEM)
   if (others.length) problems.push(`loads ${others.join(', ')} (only ${LIBSYSTEM} is expected)`)
   const counts = { napi: 0, uv: 0, libSystem: 0 }
@@ -173,7 +170,7 @@ function main () {
   // With Mach-O's leading underscore.
   const declared = new Set([...nodeFunctions(headers)].map((name) => `_${name}`))
   const spec = gyp(MAC)
-  const cflags = macCflags() || spec.cflags
+  const cflags = spec.cflags
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-darwin-'))
   const results = []
   try {

