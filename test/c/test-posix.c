@@ -4,8 +4,9 @@
  * or cut short; threads of one process through two handles of one file;
  * descriptors of the file closed by this layer (kept) and by someone else
  * (the locks are lost: what the design assumes away); and a pid reused
- * while the death watch names it. Built for the POSIX flavours only
- * (Makefile). */
+ * while the death watch names it; and two processes each with two scopes,
+ * whose threads the system's deadlock check takes for a cycle. Built for
+ * the POSIX flavours only (Makefile). */
 #define _GNU_SOURCE
 
 #include <errno.h>
@@ -13,6 +14,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -497,6 +500,167 @@ static void test_pid_reused_while_watched(void) {
   ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* ---- Two scopes, two processes: a cycle the system sees, not there ----- */
+
+/* The system's check of a blocking wait (F_SETLKW) follows processes, not
+ * threads, across every file: process A's thread waiting for scope 1's
+ * byte, which B holds, while A holds scope 2's, makes B's thread asking
+ * for scope 2 look like a cycle (EDEADLK), though A's holder of scope 2
+ * waits for nothing. Each child runs one side; path2 is the second scope. */
+static char path2[128];
+static wl_manager_t *cross1, *cross2;
+static volatile pid_t cross_tid;
+static int cross_release[2];
+
+/* The helper's second thread: waits for scope 1's mutex, held by the
+ * victim. */
+static void *cross_waiter(void *arg) {
+  (void)arg;
+  cross_tid = (pid_t)syscall(SYS_gettid);
+  ASSERT_EQ(0, wl__os_file_mutex_lock(cross1));
+  wl__os_file_mutex_unlock(cross1);
+  return NULL;
+}
+
+/* The victim's second thread: holds scope 1's mutex until told. */
+static void *cross_holder(void *arg) {
+  char c;
+
+  (void)arg;
+  ASSERT_EQ(0, wl__os_file_mutex_lock(cross1));
+  cross_tid = (pid_t)syscall(SYS_gettid);
+  ASSERT_EQ(1, read(cross_release[0], &c, 1));
+  wl__os_file_mutex_unlock(cross1);
+  return NULL;
+}
+
+/* Each child opens both scopes on its first command ('o'), then:
+ * 'h': takes scope 2's mutex, then a thread waits for scope 1's (answers
+ * with its tid); 'r': gives scope 2's back; 'j': joins that thread. */
+static void cross_helper(const char *p, int in, int out) {
+  pthread_t t;
+  char cmd;
+
+  (void)p;
+  cross1 = tscope_open(path, SIZE);
+  cross2 = tscope_open(path2, SIZE);
+  ASSERT_EQ(1, write(out, "o", 1));
+  while (read(in, &cmd, 1) == 1) {
+    if (cmd == 'h') {
+      ASSERT_EQ(0, wl__os_file_mutex_lock(cross2));
+      ASSERT_EQ(0, pthread_create(&t, NULL, cross_waiter, NULL));
+      while (__atomic_load_n(&cross_tid, __ATOMIC_SEQ_CST) == 0)
+        sched_yield();
+      ASSERT_EQ(sizeof(pid_t), write(out, (pid_t *)&cross_tid, sizeof(pid_t)));
+      continue;
+    }
+    if (cmd == 'r')
+      wl__os_file_mutex_unlock(cross2);
+    else if (cmd == 'j')
+      pthread_join(t, NULL);
+    ASSERT_EQ(1, write(out, &cmd, 1));
+    if (cmd == 'q')
+      break;
+  }
+  wl_scope_close(cross1);
+  wl_scope_close(cross2);
+  _exit(0);
+}
+
+/* 'v': a thread holds scope 1's mutex; 'w': takes and gives back scope
+ * 2's (answers with what the lock returned); 'u': that thread lets go. */
+static void cross_victim(const char *p, int in, int out) {
+  pthread_t t;
+  char cmd, c;
+  int rc;
+
+  (void)p;
+  ASSERT_EQ(0, pipe(cross_release));
+  cross1 = tscope_open(path, SIZE);
+  cross2 = tscope_open(path2, SIZE);
+  ASSERT_EQ(1, write(out, "o", 1));
+  while (read(in, &cmd, 1) == 1) {
+    c = cmd;
+    if (cmd == 'v') {
+      ASSERT_EQ(0, pthread_create(&t, NULL, cross_holder, NULL));
+      while (__atomic_load_n(&cross_tid, __ATOMIC_SEQ_CST) == 0)
+        sched_yield();
+    } else if (cmd == 'w') {
+      c = code_of(rc = wl__os_file_mutex_lock(cross2));
+      if (rc == 0)
+        wl__os_file_mutex_unlock(cross2);
+    } else if (cmd == 'u') {
+      ASSERT_EQ(1, write(cross_release[1], "u", 1));
+      pthread_join(t, NULL);
+    }
+    ASSERT_EQ(1, write(out, &c, 1));
+    if (cmd == 'q')
+      break;
+  }
+  wl_scope_close(cross1);
+  wl_scope_close(cross2);
+  _exit(0);
+}
+
+/* Until thread tid of pid sleeps in a wait for a lock (5 s at most). */
+static void until_waiting(pid_t pid, pid_t tid) {
+  uint64_t until = tnow_ns() + 5000000000u;
+  char file[96], wchan[128];
+  FILE *f;
+  size_t n;
+
+  snprintf(file, sizeof(file), "/proc/%d/task/%d/wchan", (int)pid, (int)tid);
+  for (;;) {
+    ASSERT((f = fopen(file, "r")) != NULL);
+    n = fread(wchan, 1, sizeof(wchan) - 1, f);
+    fclose(f);
+    wchan[n] = '\0';
+    if (strstr(wchan, "setlk") != NULL || strstr(wchan, "lock") != NULL)
+      return;
+    ASSERT(tnow_ns() < until);
+    sched_yield();
+  }
+}
+
+static void test_false_cycle_across_scopes(void) {
+  tchild_t h, v;
+  struct pollfd p;
+  pid_t tid;
+  char code = 0;
+
+  tshm_path(path, sizeof(path), "posix-cross1");
+  tshm_path(path2, sizeof(path2), "posix-cross2");
+  wl_scope_close(tscope_open(path, SIZE));
+  wl_scope_close(tscope_open(path2, SIZE));
+  tchild_run(&h, path, cross_helper);
+  tchild_run(&v, path, cross_victim);
+  ASSERT_EQ('o', tchild_do(&h, 'g'));
+  ASSERT_EQ('o', tchild_do(&v, 'g'));
+  ASSERT_EQ('v', tchild_do(&v, 'v'));
+  ASSERT_EQ(1, write(h.to, "h", 1));
+  ASSERT_EQ(sizeof(tid), read(h.from, &tid, sizeof(tid)));
+  until_waiting(h.pid, tid);
+  /* The victim's ask waits for scope 2's mutex (EDEADLK made it
+   * WL_ECORRUPT at once: the manager then unusable for good). */
+  ASSERT_EQ(1, write(v.to, "w", 1));
+  p.fd = v.from;
+  p.events = POLLIN;
+  if (poll(&p, 1, 200) == 1)
+    ASSERT_EQ(1, read(v.from, &code, 1));
+  ASSERT_EQ('r', tchild_do(&h, 'r'));
+  if (code == 0)
+    ASSERT_EQ(1, read(v.from, &code, 1));
+  ASSERT_EQ('u', tchild_do(&v, 'u'));
+  ASSERT_EQ('j', tchild_do(&h, 'j'));
+  ASSERT_EQ('q', tchild_do(&v, 'q'));
+  tchild_reaped(&v, 0);
+  ASSERT_EQ('q', tchild_do(&h, 'q'));
+  tchild_reaped(&h, 0);
+  tshm_remove(path);
+  tshm_remove(path2);
+  ASSERT_EQ('0', code);
+}
+
 int main(void) {
   RUN(test_killed_at_each_step);
   RUN(test_unrepaired_is_unusable);
@@ -504,5 +668,6 @@ int main(void) {
   RUN(test_threads_and_handles_of_one_process);
   RUN(test_descriptors_of_the_file);
   RUN(test_pid_reused_while_watched);
+  RUN(test_false_cycle_across_scopes);
   return 0;
 }

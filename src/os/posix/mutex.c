@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 
 #include "posix.h"
 
@@ -33,19 +34,35 @@ int wl__os_file_mutex_init(wl__os_file_mutex_t *mu) {
   return 0;
 }
 
-/* A byte that cannot be taken for another reason than a signal (no lock
- * records left, ENOLCK) leaves the mutex unusable to this process. */
+/* Waits for the byte. EDEADLK is never a cycle here: the system's check
+ * follows processes, not threads, across every file, so another process's
+ * thread waiting for a byte this process holds (of another scope) while
+ * that process holds this one looks like one; but no holder of this byte
+ * waits for any lock. So it asks again, after a moment: that holder gives
+ * the byte back without waiting (test/c/test-posix.c). */
+static int wl__mutex_byte_take(wl__os_local_t *l) {
+  static const struct timespec moment = {0, 100000};
+
+  for (;;) {
+    if (wl__posix_lock(l->fd, F_SETLKW, F_WRLCK, WL__MUTEX_AT) == 0)
+      return 0;
+    if (errno == EDEADLK)
+      nanosleep(&moment, NULL);
+    else if (errno != EINTR)
+      return -1;
+  }
+}
+
+/* A byte that cannot be taken for another reason than a signal or a false
+ * cycle (no lock records left, ENOLCK) leaves the mutex unusable to this
+ * process. */
 int wl__os_file_mutex_lock(wl_manager_t *m) {
   wl__os_local_t *l = m->local;
   wl__os_file_mutex_t *mu = m->file_mutex;
   uint32_t was;
-  int rc;
 
   pthread_mutex_lock(&l->mu);
-  while ((rc = wl__posix_lock(l->fd, F_SETLKW, F_WRLCK, WL__MUTEX_AT)) != 0 &&
-         errno == EINTR)
-    ;
-  if (rc != 0) {
+  if (wl__mutex_byte_take(l) != 0) {
     pthread_mutex_unlock(&l->mu);
     return WL_ECORRUPT;
   }

@@ -41,9 +41,12 @@
  *    not to be used in the child (nor is one on Linux: the robust mutex's
  *    holder is a thread).
  * 5. A blocking wait (F_SETLKW) is checked for a cycle of processes each
- *    waiting for the next (EDEADLK). The mutex's is the only one: one
- *    thread per process waits, for a holder that waits for no lock (the
- *    death watch never waits for one: watch.c).
+ *    waiting for the next (EDEADLK), processes and not threads, across
+ *    every file: a process whose thread waits for one scope's mutex while
+ *    another of its threads holds a second scope's looks, to a process
+ *    asking for the second, like a cycle. No holder of a mutex's byte
+ *    waits for any lock (the death watch never waits for one: watch.c), so
+ *    EDEADLK is never a true cycle, and the taker asks again (mutex.c).
  *
  * The mutex's words in the file (wl__os_file_mutex_t) say "held" (holder:
  * the holder's pid, set after taking both locks, cleared before giving
