@@ -45,6 +45,13 @@ function defaultDir (platform = process.platform) {
 }
 
 // The options of openLockManager(scope, options), read once each.
+// The permission bits a scope's file may have: read and write for its
+// owner, and for its group and for others both or neither (the C side
+// checks the same: WL__MODE_OK in src/os/machine.h).
+function modeOk (mode) {
+  return mode >= 0 && (mode & ~0o666) === 0 && (mode & 0o600) === 0o600 && (mode & 0o060) % 0o060 === 0 && (mode & 0o006) % 0o006 === 0
+}
+
 function toMachineOptions (options) {
   const home = defaultDir()
   if (options === undefined || options === null) return { dir: home, size: DEFAULT_SIZE, mode: DEFAULT_MODE }
@@ -58,8 +65,10 @@ function toMachineOptions (options) {
   if (typeof size !== 'number' || !Number.isInteger(size) || size < MIN_SIZE || size > MAX_SIZE || size % PAGE !== 0) {
     throw new SafeRangeError(openFailure(`the size option must be a whole number of ${PAGE}-byte pages from ${MIN_SIZE} to ${MAX_SIZE}.`))
   }
-  if (typeof mode !== 'number' || !Number.isInteger(mode) || mode < 0 || (mode & ~0o666) !== 0) {
-    throw new SafeRangeError(openFailure('the mode option must be permission bits within 0o666.'))
+  if (typeof mode !== 'number' || !Number.isInteger(mode) || !modeOk(mode)) {
+    throw new SafeRangeError(openFailure('the mode option must be 0o600, 0o660, 0o606 or 0o666: read and write for the owner, ' +
+      'and for the group and for others both or neither (a user who may only read the file, or only write it, could hold its locks ' +
+      'and stall every process of the scope).'))
   }
   return { dir, size, mode }
 }

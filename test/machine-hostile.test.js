@@ -437,7 +437,7 @@ function pending(context, reason) {
     const file = path.join(dir, 'web-locks.img');
     const bytes = Buffer.alloc(4 * 4096);
     for (let i = 4096; i < bytes.length; i++) bytes[i] = (i * 13 + 1) & 0xff;
-    fs.writeFileSync(file, bytes);
+    fs.writeFileSync(file, bytes, { mode: 0o600 });
     await assert.rejects(openLockManager('img', { dir }), (err) => err.code === 'ECORRUPT' && err.message.includes(file));
     assert.deepEqual(fs.readFileSync(file), bytes);
   });

@@ -82,6 +82,9 @@ function linuxOnly(test) {
         [{ size: 1000 }, RangeError], [{ size: 4096 }, RangeError], [{ size: 8192.5 }, RangeError],
         [{ size: '8192' }, RangeError], [{ size: 2 ** 41 }, RangeError],
         [{ mode: 0o777 }, RangeError], [{ mode: 0o1600 }, RangeError], [{ mode: -1 }, RangeError], [{ mode: '600' }, RangeError],
+        // A user who may only read the file, or only write it, could hold its locks.
+        [{ mode: 0o644 }, RangeError], [{ mode: 0o640 }, RangeError], [{ mode: 0o620 }, RangeError], [{ mode: 0o662 }, RangeError],
+        [{ mode: 0o400 }, RangeError], [{ mode: 0o060 }, RangeError],
       ];
       for (const [options, type] of cases) {
         await assert.rejects(openLockManager('opts', options), type, JSON.stringify(options));
@@ -93,6 +96,15 @@ function linuxOnly(test) {
       assert.equal(fs.statSync(path.join(dir, 'web-locks.mode-default')).mode & 0o777, 0o600);
       await open('mode-group', { mode: 0o660 });
       assert.equal(fs.statSync(path.join(dir, 'web-locks.mode-group')).mode & 0o777, 0o660);
+    });
+
+    it('refuses a file whose bits let some user only read it or only write it: that user could hold its locks', async function () {
+      const file = path.join(dir, 'web-locks.mode-read');
+      await (await openLockManager('mode-read', { dir })).close();
+      fs.chmodSync(file, 0o640);
+      await assert.rejects(openLockManager('mode-read', { dir }), (err) => err.code === 'EACCES' && err.message.includes(file) && /0640/.test(err.message));
+      fs.chmodSync(file, 0o600);
+      await (await openLockManager('mode-read', { dir })).close();
     });
 
     it('chooses /dev/shm by default on Linux and /var/tmp on macOS: a directory every user shares, which no clean-up empties under a live scope', function () {

@@ -279,10 +279,11 @@ int wl_scope_open(const char *path, uint64_t size, unsigned mode,
   wl_manager_t *m;
   int rc;
 
-  if (size < 2 * WL__PAGE || size % WL__PAGE != 0 || (mode & ~0666u) != 0)
+  if (size < 2 * WL__PAGE || size % WL__PAGE != 0 || !WL__MODE_OK(mode))
     return wl__say(err, errlen, WL_EINVAL,
                    "a manager file needs a size of at least %d bytes, in "
-                   "whole pages, and permission bits within 0666",
+                   "whole pages, and permission bits 0600, 0660, 0606 or "
+                   "0666",
                    2 * WL__PAGE);
   if (strlen(path) >= WL__PATH_MAX)
     return wl__say(err, errlen, WL_EINVAL, "the path %s is too long", path);

@@ -32,6 +32,16 @@
 
 /* ---- The file -------------------------------------------------------- */
 
+/* The permission bits a scope's file may have: read and write for its
+ * owner, and for its group and for others either both or neither. A user
+ * who may only read the file, or only write it, could still hold locks on
+ * it (a read lock needs only a descriptor opened for reading, a write
+ * lock one opened for writing) and so stall every process of the scope,
+ * without being one of them. */
+#define WL__MODE_OK(bits)                                                    \
+  (((bits) & ~0666u) == 0 && ((bits) & 0600u) == 0600u &&                    \
+   ((bits) & 0060u) % 0060u == 0 && ((bits) & 0006u) % 0006u == 0)
+
 /* Makes a file of `size` bytes for path, with exactly the permission bits `mode`, where no other process can open
  * it yet, and maps it (m->map, m->map_size, m->fd, m->gid): 0 or an error
  * code. Its bytes read as zeroes; the caller makes it whole, then puts it

@@ -254,10 +254,21 @@ static void test_owner_and_permissions(void) {
   struct stat st;
 
   fresh_path();
-  ASSERT_EQ(0, wl_scope_open(path, SIZE, 0640, &m, err, sizeof(err)));
+  ASSERT_EQ(0, wl_scope_open(path, SIZE, 0660, &m, err, sizeof(err)));
   ASSERT_EQ(0, stat(path, &st));
-  ASSERT_EQ(0640, st.st_mode & 0777);
+  ASSERT_EQ(0660, st.st_mode & 0777);
   wl_scope_close(m);
+  /* Bits that let a user only read the file, or only write it: that user
+   * could hold its locks. Refused when asked for, and in a file. */
+  ASSERT_EQ(WL_EINVAL, wl_scope_open(path, SIZE, 0640, &m, err, sizeof(err)));
+  ASSERT_EQ(WL_EINVAL, wl_scope_open(path, SIZE, 0620, &m, err, sizeof(err)));
+  ASSERT_EQ(WL_EINVAL, wl_scope_open(path, SIZE, 0604, &m, err, sizeof(err)));
+  ASSERT_EQ(WL_EINVAL, wl_scope_open(path, SIZE, 0400, &m, err, sizeof(err)));
+  ASSERT_EQ(0, chmod(path, 0640));
+  expect_open_fails(WL_EACCES, "has the permission bits 0640");
+  ASSERT_EQ(0, chmod(path, 0662));
+  expect_open_fails(WL_EACCES, "has the permission bits 0662");
+  ASSERT_EQ(0, chmod(path, 0660));
   if (geteuid() == 0) {
     /* Another user's file is refused unless its owner opened it to others,
      * and this process too (a private scope trusts no one else's file). */

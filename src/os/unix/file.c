@@ -156,7 +156,8 @@ int wl__os_file_publish(wl_manager_t *m, const char *path, char *err,
 
 /* Owned by us, or another user's file that both that user (its permission
  * bits) and we (the mode asked for: a private scope trusts no other user,
- * who could write anything in it) open to others on purpose. */
+ * who could write anything in it) open to others on purpose; and bits that
+ * let no user hold its locks without being of the scope (WL__MODE_OK). */
 static int wl__check_owner(const char *path, const struct stat *st,
                            unsigned mode, char *err, size_t errlen) {
   if (!S_ISREG(st->st_mode))
@@ -167,6 +168,13 @@ static int wl__check_owner(const char *path, const struct stat *st,
                    "%s belongs to another user (uid %u) who has not granted "
                    "access to it",
                    path, (unsigned)st->st_uid);
+  if (!WL__MODE_OK(st->st_mode & 07777))
+    return wl__say(err, errlen, WL_EACCES,
+                   "%s has the permission bits %#o: a user who may only read "
+                   "it, or only write it, could hold its locks and stall "
+                   "every process of the scope; give each class of users "
+                   "both or neither (0600, 0660, 0666)",
+                   path, (unsigned)(st->st_mode & 07777));
   if (st->st_uid != geteuid() && (mode & 0066) == 0)
     return wl__say(err, errlen, WL_EACCES,
                    "%s belongs to another user (uid %u), and this scope was "
