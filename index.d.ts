@@ -97,7 +97,9 @@ export interface OpenLockManagerOptions {
    * The file's permission bits when this call creates it (default 0o600),
    * and whom this call trusts: with a private mode, a file that another user
    * made is refused (EACCES); with a mode that shares the scope, it is
-   * accepted when its own mode grants access.
+   * accepted when its own mode grants access. One of 0o600, 0o660, 0o606,
+   * 0o666 (RangeError otherwise): a user who may only read the file, or only
+   * write it, could hold its locks.
    */
   mode?: number
 }
