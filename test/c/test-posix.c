@@ -509,14 +509,14 @@ static void test_pid_reused_while_watched(void) {
  * waits for nothing. Each child runs one side; path2 is the second scope. */
 static char path2[128];
 static wl_manager_t *cross1, *cross2;
-static volatile pid_t cross_tid;
+static pid_t cross_tid;
 static int cross_release[2];
 
 /* The helper's second thread: waits for scope 1's mutex, held by the
  * victim. */
 static void *cross_waiter(void *arg) {
   (void)arg;
-  cross_tid = (pid_t)syscall(SYS_gettid);
+  __atomic_store_n(&cross_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
   ASSERT_EQ(0, wl__os_file_mutex_lock(cross1));
   wl__os_file_mutex_unlock(cross1);
   return NULL;
@@ -528,7 +528,7 @@ static void *cross_holder(void *arg) {
 
   (void)arg;
   ASSERT_EQ(0, wl__os_file_mutex_lock(cross1));
-  cross_tid = (pid_t)syscall(SYS_gettid);
+  __atomic_store_n(&cross_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
   ASSERT_EQ(1, read(cross_release[0], &c, 1));
   wl__os_file_mutex_unlock(cross1);
   return NULL;
@@ -539,6 +539,7 @@ static void *cross_holder(void *arg) {
  * with its tid); 'r': gives scope 2's back; 'j': joins that thread. */
 static void cross_helper(const char *p, int in, int out) {
   pthread_t t;
+  pid_t tid;
   char cmd;
 
   (void)p;
@@ -549,9 +550,9 @@ static void cross_helper(const char *p, int in, int out) {
     if (cmd == 'h') {
       ASSERT_EQ(0, wl__os_file_mutex_lock(cross2));
       ASSERT_EQ(0, pthread_create(&t, NULL, cross_waiter, NULL));
-      while (__atomic_load_n(&cross_tid, __ATOMIC_SEQ_CST) == 0)
+      while ((tid = __atomic_load_n(&cross_tid, __ATOMIC_SEQ_CST)) == 0)
         sched_yield();
-      ASSERT_EQ(sizeof(pid_t), write(out, (pid_t *)&cross_tid, sizeof(pid_t)));
+      ASSERT_EQ(sizeof(tid), write(out, &tid, sizeof(tid)));
       continue;
     }
     if (cmd == 'r')
