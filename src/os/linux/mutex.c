@@ -53,3 +53,5 @@ void wl__os_file_leave(wl_manager_t *m) {
     close(m->fd);
   m->fd = -1;
 }
+
+void wl__os_fd_close_foreign(int fd) { close(fd); }

@@ -109,24 +109,33 @@ static void wl__free_local(wl__os_local_t *l) {
   free(l);
 }
 
+/* Under wl__locals_mu: closes fd, a descriptor that no handle took its
+ * locks through, unless it is of a file that a handle has (found by its
+ * identity): then it is kept with the file's state. One whose identity
+ * cannot be had stays open. */
+static void wl__close_or_keep(int fd) {
+  wl__os_local_t *l;
+  struct stat st;
+
+  if (fstat(fd, &st) != 0)
+    return;
+  l = wl__find((uint64_t)st.st_dev, (uint64_t)st.st_ino);
+  if (l == NULL)
+    close(fd);
+  else
+    wl__keep(l, fd);
+}
+
 /* A descriptor of a handle that has not joined (a failed open) may be of a
- * file that another handle has: it is found by its identity. One whose
- * identity cannot be had stays open. */
+ * file that another handle has. */
 void wl__os_file_leave(wl_manager_t *m) {
   wl__os_local_t *l = m->local;
-  struct stat st;
 
   if (m->fd < 0)
     return;
   pthread_mutex_lock(&wl__locals_mu);
   if (l == NULL) {
-    if (fstat(m->fd, &st) == 0) {
-      l = wl__find((uint64_t)st.st_dev, (uint64_t)st.st_ino);
-      if (l == NULL)
-        close(m->fd);
-      else
-        wl__keep(l, m->fd);
-    }
+    wl__close_or_keep(m->fd);
   } else if (--l->refs > 0) {
     wl__keep(l, m->fd);
   } else {
@@ -136,4 +145,10 @@ void wl__os_file_leave(wl_manager_t *m) {
   pthread_mutex_unlock(&wl__locals_mu);
   m->local = NULL;
   m->fd = -1;
+}
+
+void wl__os_fd_close_foreign(int fd) {
+  pthread_mutex_lock(&wl__locals_mu);
+  wl__close_or_keep(fd);
+  pthread_mutex_unlock(&wl__locals_mu);
 }

@@ -30,7 +30,12 @@
  *    open is ever closed while one does: a failed second open's and a
  *    closed handle's are kept in the file's state and closed with the last
  *    handle (wl__os_file_leave), and the check of the file at the path
- *    opens nothing (a stat). ASSUMED: nothing else in a process that has a
+ *    opens nothing (a stat). A FIFO's name made from a number in a file
+ *    may name a scope's file (os/unix/wake.c): what is at it is looked at
+ *    before it is opened, and a descriptor that turns out to be of a file
+ *    that this process has open as a scope (swapped in between) is kept
+ *    the same way (wl__os_fd_close_foreign): one more descriptor, until
+ *    the file's last handle closes, per swap won. ASSUMED: nothing else in a process that has a
  *    scope open opens and closes the scope's file (a test that reads it
  *    does so from a process of its own). One that does drops the process's
  *    locks without a word: its owners look dead to the other processes,

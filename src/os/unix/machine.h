@@ -19,6 +19,13 @@ int wl__os_file_join(wl_manager_t *m, const struct stat *st);
  * Linux at once; in the POSIX family only once no other handle of this
  * process has the file open (os/posix/local.c). */
 void wl__os_file_leave(wl_manager_t *m);
+/* Closes fd, opened by a name made from a number read from a file (which
+ * may name any file beside it: another scope's file, or a hard link to
+ * one), as the family's locks allow: on Linux at once; in the POSIX family
+ * kept, like a second handle's, when it is of a file that this process has
+ * open as a scope (closing it would drop the process's locks on that
+ * file: os/posix/posix.h point 3). */
+void wl__os_fd_close_foreign(int fd);
 
 /* ---- From os/unix/file.c ---------------------------------------------- */
 

@@ -8,7 +8,8 @@
  * but a dead agent's FIFO, by the number in its record. That number, like
  * everything in the file, may have been written by anyone who can write the
  * file: it is only ever formatted into a name here (never used as bytes of
- * a path), and such a name can only be beside the manager's file.
+ * a path), and such a name can only be beside the manager's file; what is
+ * at it is opened only if it is a FIFO (wl__fifo_open).
  * The directory is assumed to keep other users from removing this user's
  * files (sticky, as /dev/shm is): one who could remove an agent's FIFO
  * would leave it unwoken. How FIFOs are named is part of the layout
@@ -110,7 +111,7 @@ int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake) {
   if (fd < 0)
     rc = -errno;
   else if ((rc = wl__fifo_own(m, fd)) != 0)
-    close(fd);
+    wl__os_fd_close_foreign(fd);
   if (rc != 0) {
     unlink(path);
     return rc;
@@ -136,15 +137,43 @@ void wl__os_wake_close(wl_manager_t *m, uint64_t wake, int fd) {
     unlink(path);
 }
 
+/* Opens the FIFO at name (in dir, or AT_FDCWD), to write to: a name made
+ * from a number read from the file, which its owner (whoever may write the
+ * file, in the same directory) may have made any file, such as a hard link
+ * to another scope's. Only a FIFO is opened: what is at the name is looked
+ * at first, and what was opened again (the name's owner may have swapped
+ * it in between); a descriptor of what is no FIFO is closed as the family
+ * allows (wl__os_fd_close_foreign). A FIFO is never a scope's file (a
+ * regular file), so a FIFO's is closed with close(). The fd, or -errno
+ * (-EEXIST: not a FIFO). */
+static int wl__fifo_open(int dir, const char *name) {
+  struct stat st;
+  int fd;
+
+  if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return -errno;
+  if (!S_ISFIFO(st.st_mode))
+    return -EEXIST;
+  WL__FAULT("fifo-open");
+  fd = openat(dir, name, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return -errno;
+  if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+    wl__os_fd_close_foreign(fd);
+    return -EEXIST;
+  }
+  return fd;
+}
+
 /* Whether the FIFO at name has no reader (ENXIO): only those are gathered,
  * so that live agents' FIFOs, however many, take no place among the
  * WL__ORPHANS; wl__os_wake_reap asks again under the mutex. */
 static int wl__unread(int dir, const char *name) {
-  int fd = openat(dir, name, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  int fd = wl__fifo_open(dir, name);
 
   if (fd >= 0)
     close(fd);
-  return fd < 0 && errno == ENXIO;
+  return fd == -ENXIO;
 }
 
 /* A FIFO that no process reads is an agent's that died. The sweep removes
@@ -199,10 +228,10 @@ void wl__os_wake_reap(wl_manager_t *m, const uint64_t *wake, unsigned n) {
   for (i = 0; i < n; i++) {
     if (wl__fifo_path(m, wake[i], path, sizeof(path)) != 0)
       continue;
-    fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    fd = wl__fifo_open(AT_FDCWD, path);
     if (fd >= 0)
       close(fd);
-    else if (errno == ENXIO)
+    else if (fd == -ENXIO)
       unlink(path);
   }
 }
@@ -217,18 +246,6 @@ static int wl__knock(int fd) {
   return 0;
 }
 
-/* Opens a FIFO by a name made from the region: only a FIFO is written to. */
-static int wl__open_fifo(const char *path) {
-  struct stat st;
-  int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-
-  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 void wl__os_wake(wl_manager_t *m, wl_off_t slot, uint64_t wake) {
   wl__waker_t *w = &m->wakers[(slot >> 4) % WL__WAKERS];
   char path[WL__FIFO_PATH_MAX];
@@ -238,7 +255,7 @@ void wl__os_wake(wl_manager_t *m, wl_off_t slot, uint64_t wake) {
     return;
   if (wake == 0 || wl__fifo_path(m, wake, path, sizeof(path)) != 0)
     return;
-  fd = wl__open_fifo(path);
+  fd = wl__fifo_open(AT_FDCWD, path);
   if (fd < 0)
     return;
   wl__knock(fd);
