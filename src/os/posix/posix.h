@@ -25,22 +25,23 @@
  * 2. A process's locks never conflict with its own: F_GETLK never reports
  *    them. So this process's owners of the file are listed in its state,
  *    and never tested through their byte (life.c).
- * 3. Closing ANY descriptor of the file drops ALL of the process's locks
- *    on it. So no descriptor of a file that a handle of this process has
- *    open is ever closed while one does: a failed second open's and a
- *    closed handle's are kept in the file's state and closed with the last
- *    handle (wl__os_file_leave), and the check of the file at the path
- *    opens nothing (a stat). A FIFO's name made from a number in a file
- *    may name a scope's file (os/unix/wake.c): what is at it is looked at
- *    before it is opened, and a descriptor that turns out to be of a file
- *    that this process has open as a scope (swapped in between) is kept
- *    the same way (wl__os_fd_close_foreign): one more descriptor, until
- *    the file's last handle closes, per swap won. ASSUMED: nothing else in a process that has a
- *    scope open opens and closes the scope's file (a test that reads it
- *    does so from a process of its own). One that does drops the process's
- *    locks without a word: its owners look dead to the other processes,
- *    which end their agents at their next sweep, and the mutex's byte is
- *    let go while a thread may hold it (test/c/test-posix.c shows the loss).
+ * 3. Closing ANY descriptor of the file drops ALL of the process's locks on
+ *    it. So no descriptor of a file that a handle of this process has open
+ *    is ever closed while one does: a failed second open's and a closed
+ *    handle's are kept in the file's state and closed with the last handle
+ *    (wl__os_file_leave), and the check of the file at the path opens
+ *    nothing (a stat). A FIFO's name made from a number in a file may name
+ *    a scope's file (os/unix/wake.c): what is at it is looked at before it
+ *    is opened, and a descriptor that turns out to be of a file that this
+ *    process has open as a scope (swapped in between) is kept the same way
+ *    (wl__os_fd_close_foreign): one more descriptor, until the file's last
+ *    handle closes, per swap won. ASSUMED: nothing else in a process that
+ *    has a scope open opens and closes the scope's file (a test that reads
+ *    it does so from a process of its own). One that does drops the
+ *    process's locks without a word: its owners look dead to the other
+ *    processes, which end their agents at their next sweep, and the mutex's
+ *    byte is let go while a thread may hold it (test/c/test-posix.c shows
+ *    the loss).
  * 4. A forked child has none of its parent's locks. So a child forgets its
  *    parent's states of files (by pid); a handle opened before a fork is
  *    not to be used in the child (nor is one on Linux: the robust mutex's
