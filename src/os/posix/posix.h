@@ -53,6 +53,10 @@
  *    asking for the second, like a cycle. No holder of a mutex's byte
  *    waits for any lock (the death watch never waits for one: watch.c), so
  *    EDEADLK is never a true cycle, and the taker asks again (mutex.c).
+ * 6. exec releases the process's locks too (its descriptors of the file are
+ *    close-on-exec), and the process lives on: the death watch watches
+ *    for an exec as for an exit (watch.c; on Linux not while a child
+ *    forked before it shares its open of the file).
  *
  * The mutex's words in the file (wl__os_file_mutex_t) say "held" (holder:
  * the holder's pid, set after taking both locks, cleared before giving

@@ -13,6 +13,18 @@
  * descriptor is open, and the same pid still holding the byte is the same
  * process, whose descriptor it is.
  *
+ * A process that calls exec lets go of its locks too (the scope's
+ * descriptors are close-on-exec) but lives on, as another program: macOS
+ * says so on the same kqueue (NOTE_EXEC; after it, as after an exit, the
+ * byte is asked again until it is let go). A pidfd has no such event: on
+ * Linux the watcher also watches the file for closes (inotify IN_CLOSE_*,
+ * reported once the last descriptor of an open of the file is closed, after
+ * the close has let go of its process's locks) and asks for the byte again
+ * after each. So on Linux an exec goes unnoticed (until a sweep) while a
+ * child forked before it and not yet gone through exec or exit shares the
+ * target's open of the file, and the watcher wakes, for one F_GETLK, at
+ * every close of the file by any process.
+ *
  * A watcher learns of a new target through its bell: a FIFO of its own
  * (os/unix/wake.c), named by the owner record's `wake`, to which whoever
  * changes `watch` writes a byte after the change. The watcher empties it,
@@ -42,6 +54,8 @@
 #include <sys/event.h>
 #include <fcntl.h>
 #else
+#include <stdio.h>
+#include <sys/inotify.h>
 #include <sys/syscall.h>
 /* pidfd_open has number 434 on every architecture; older libc headers do
  * not name it. */
@@ -63,11 +77,12 @@ struct wl__watch_s {
   pthread_t watcher;
   int bell;      /* its FIFO, open to read and write (never at its end) */
   uint64_t wake; /* its FIFO's number */
+  int closes;    /* readable after a close of the file (Linux), or -1 */
   uint32_t stop;
 };
 
-/* A descriptor that becomes readable once process pid has exited, or
- * -errno. */
+/* A descriptor that becomes readable once process pid has exited (macOS:
+ * or called exec), or -errno. */
 static int wl__exit_watch(pid_t pid) {
 #ifdef __APPLE__
   struct kevent ev;
@@ -75,7 +90,7 @@ static int wl__exit_watch(pid_t pid) {
 
   if (kq < 0)
     return -errno;
-  EV_SET(&ev, pid, EVFILT_PROC, EV_ADD, NOTE_EXIT, 0, NULL);
+  EV_SET(&ev, pid, EVFILT_PROC, EV_ADD, NOTE_EXIT | NOTE_EXEC, 0, NULL);
   if (fcntl(kq, F_SETFD, FD_CLOEXEC) != 0 ||
       kevent(kq, &ev, 1, NULL, 0, NULL) != 0) {
     int e = errno;
@@ -98,23 +113,60 @@ static int wl__target_ok(const wl__watch_t *w, wl_off_t t) {
          t <= w->m->capacity - sizeof(wl__owner_t);
 }
 
+/* Linux: an inotify descriptor that a close of m's file makes readable
+ * (see above), or -1 where there is none (no instance or watch left under
+ * the user's limits, no /proc): then an exec is found by a sweep only.
+ * macOS: -1 (NOTE_EXEC says it). */
+static int wl__closes_open(wl_manager_t *m) {
+#ifdef __APPLE__
+  (void)m;
+  return -1;
+#else
+  char proc[64];
+  int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+  if (fd < 0)
+    return -1;
+  /* The file this process has open, whatever is at its path now; a
+   * lookup, not an open (nothing to close: posix.h point 3). */
+  snprintf(proc, sizeof(proc), "/proc/self/fd/%d", m->fd);
+  if (inotify_add_watch(fd, proc, IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+#endif
+}
+
 #define WL__BELL 1
 #define WL__EXIT 2
+#define WL__CLOSE 4
 
-/* Waits for the bell, for fd to be readable (unless it is -1) or for ms
- * milliseconds (unless -1): WL__BELL if the bell has a byte, WL__EXIT if fd
- * is readable. The bell is emptied only before its owner record is read
- * (wl__watcher_main): a byte that came after that ends every wait. */
-static int wl__wait(wl__watch_t *w, int fd, int ms) {
-  struct pollfd p[2] = {{w->bell, POLLIN, 0}, {fd, POLLIN, 0}};
+/* Waits for the bell, for fd to be readable (unless it is -1), for a close
+ * of the file (if closes) or for ms milliseconds (unless -1): WL__BELL if
+ * the bell has a byte, WL__EXIT if fd is readable, WL__CLOSE if the file
+ * was closed (those events are read: one that comes after ends the next
+ * wait). The bell is emptied only before its owner record is read
+ * (wl__watcher_main): a byte that came after that ends every wait. poll()
+ * leaves out a descriptor of -1. */
+static int wl__wait(wl__watch_t *w, int fd, int closes, int ms) {
+  struct pollfd p[3] = {{w->bell, POLLIN, 0},
+                        {fd, POLLIN, 0},
+                        {closes ? w->closes : -1, POLLIN, 0}};
+  char buf[4096];
   int rc = 0;
 
-  while (poll(p, fd >= 0 ? 2 : 1, ms) < 0 && errno == EINTR)
+  while (poll(p, 3, ms) < 0 && errno == EINTR)
     ;
   if (p[0].revents != 0)
     rc |= WL__BELL;
-  if (fd >= 0 && p[1].revents != 0)
+  if (p[1].revents != 0)
     rc |= WL__EXIT;
+  if (p[2].revents != 0) {
+    rc |= WL__CLOSE;
+    while (read(w->closes, buf, sizeof(buf)) > 0)
+      ;
+  }
   return rc;
 }
 
@@ -122,7 +174,7 @@ static int wl__wait(wl__watch_t *w, int fd, int ms) {
  * go of its byte: whether it died. */
 static int wl__watch_one(wl__watch_t *w, wl_off_t t) {
   pid_t pid = wl__posix_holder(w->m, t);
-  int fd, died;
+  int fd, died, ev;
 
   if (pid < 0)
     return 1;
@@ -130,7 +182,7 @@ static int wl__watch_one(wl__watch_t *w, wl_off_t t) {
   fd = pid > 0 ? wl__exit_watch(pid) : -EINVAL;
   if (fd < 0 && fd != -ESRCH) {
     /* It cannot be named, or watched, here. */
-    wl__wait(w, -1, -1);
+    wl__wait(w, -1, 0, -1);
     return 0;
   }
   if (fd >= 0 && wl__posix_holder(w->m, t) != pid) {
@@ -138,12 +190,19 @@ static int wl__watch_one(wl__watch_t *w, wl_off_t t) {
     close(fd);
     return 0;
   }
-  died = fd < 0 || (wl__wait(w, fd, -1) & WL__EXIT) != 0;
-  if (fd >= 0)
+  died = fd < 0;
+  if (fd >= 0) {
+    /* A close of the file that leaves the byte held says nothing. */
+    do
+      ev = wl__wait(w, fd, 1, -1);
+    while (ev == WL__CLOSE && wl__posix_holder(w->m, t) == pid);
+    died = (ev & (WL__EXIT | WL__CLOSE)) != 0;
     close(fd);
-  /* Gone (ESRCH), or said to have exited, and still holding its byte. */
+  }
+  /* Gone (ESRCH), or said to have exited (or called exec), and still
+   * holding its byte. */
   while (died && wl__posix_holder(w->m, t) == pid) {
-    if (wl__wait(w, -1, 1) & WL__BELL)
+    if (wl__wait(w, -1, 0, 1) & WL__BELL)
       return 0;
   }
   return died;
@@ -163,11 +222,11 @@ static void *wl__watcher_main(void *arg) {
       return NULL;
     t = __atomic_load_n(&w->self->watch, SEQ);
     if (t == 0 || !wl__target_ok(w, t)) {
-      wl__wait(w, -1, -1);
+      wl__wait(w, -1, 0, -1);
     } else if (wl__watch_one(w, t)) {
       /* The sweep mends the ring, which rings the bell. */
       wl__sweeper_ask(&w->sweeper);
-      wl__wait(w, -1, -1);
+      wl__wait(w, -1, 0, -1);
     }
   }
 }
@@ -188,6 +247,7 @@ int wl__os_watch_start(wl_manager_t *m, wl__owner_t *self,
     free(w);
     return rc;
   }
+  w->closes = wl__closes_open(m);
   if ((rc = wl__sweeper_start(&w->sweeper, m, sweep)) == 0) {
     if ((rc = wl__thread_start(&w->watcher, wl__watcher_main, w)) == 0) {
       m->watcher = w;
@@ -195,6 +255,8 @@ int wl__os_watch_start(wl_manager_t *m, wl__owner_t *self,
     }
     wl__sweeper_free(&w->sweeper);
   }
+  if (w->closes >= 0)
+    close(w->closes);
   __atomic_store_n(&self->wake, 0, SEQ);
   wl__os_wake_close(m, w->wake, w->bell);
   free(w);
@@ -218,6 +280,8 @@ void wl__os_watch_stop(wl_manager_t *m) {
     ;
   pthread_join(w->watcher, NULL);
   wl__sweeper_free(&w->sweeper);
+  if (w->closes >= 0)
+    close(w->closes);
   if (__atomic_load_n(&w->self->wake, SEQ) == w->wake)
     __atomic_store_n(&w->self->wake, 0, SEQ);
   wl__os_wake_close(m, w->wake, w->bell);
