@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,7 +23,8 @@
 #define SIZE (1 << 20)
 
 static char path[128], b_path[160], link_path[192], link_new[200];
-static int swapped;
+static pthread_t swapper;  /* the thread whose open is raced */
+static int armed, swapped; /* armed: atomic, read by every thread */
 
 #if WL_OS_POSIX
 /* Whether a process other than this one holds B's mutex byte. */
@@ -136,9 +138,12 @@ static void test_number_names_a_hard_link(void) {
 }
 
 /* Between the look at the name and its open, the FIFO at it becomes a
- * hard link to B. */
+ * hard link to B, once, in the test's thread while armed (not in the
+ * managers' own threads, which open FIFOs of their own). */
 static void swap_at_open(const char *point) {
-  if (strcmp(point, "fifo-open") != 0 || swapped)
+  if (strcmp(point, "fifo-open") != 0 ||
+      !__atomic_load_n(&armed, __ATOMIC_SEQ_CST) ||
+      !pthread_equal(pthread_self(), swapper) || swapped)
     return;
   ASSERT_EQ(0, link(b_path, link_new));
   ASSERT_EQ(0, rename(link_new, link_path));
@@ -159,15 +164,19 @@ static void test_fifo_swapped_for_a_hard_link(void) {
   snprintf(link_new, sizeof(link_new), "%s-new", link_path);
   tchild_run(&k, path, checker);
   ASSERT_EQ('o', tchild_do(&k, 'o'));
+  /* Set after the fork (the checker runs the hook of its own) and before
+   * the managers start their threads, which run it. */
+  swapper = pthread_self();
+  wl__fault_hook = swap_at_open;
   a = tscope_open(path, SIZE);
   b = tscope_open(b_path, SIZE);
   ASSERT_EQ(0, wl_agent_init(b, &victim, ID("victim"), tignore_notify));
   ASSERT_EQ(WL_GRANTED_AT_ONCE,
             wl_request(&victim, &r, NAME("x"), WL_EXCLUSIVE, 0));
   ASSERT_EQ(0, mkfifo(link_path, 0600));
-  wl__fault_hook = swap_at_open;
+  __atomic_store_n(&armed, 1, __ATOMIC_SEQ_CST);
   wl__os_wake(a, 0, 1);
-  wl__fault_hook = hook;
+  __atomic_store_n(&armed, 0, __ATOMIC_SEQ_CST);
   ASSERT(swapped);
   ASSERT_EQ(0, unlink(link_path));
   ASSERT_EQ('H', tchild_do(&k, 'x'));
@@ -175,6 +184,7 @@ static void test_fifo_swapped_for_a_hard_link(void) {
   wl_agent_close(&victim);
   wl_scope_close(b);
   wl_scope_close(a);
+  wl__fault_hook = hook;
   tchild_kill(&k);
   tchild_reaped(&k, 1);
   tshm_remove(b_path);
