@@ -41,7 +41,9 @@
  * glibc's and musl's mutexes are the same size on x86-64 but keep their
  * futex word in different places (containers of both may share /dev/shm);
  * the POSIX family's mutex is its own words, whatever the C library. */
-#if WL_OS_POSIX
+#if defined(_WIN32)
+#define WL__LIBC 4u
+#elif WL_OS_POSIX
 #define WL__LIBC 3u
 #elif defined(__GLIBC__)
 #define WL__LIBC 1u
@@ -294,7 +296,10 @@ int wl_scope_open(const char *path, uint64_t size, unsigned mode,
     return wl__say(err, errlen, WL_ENOMEM, "out of memory");
   }
   strcpy(m->path, path);
-  m->fd = m->probe_fd = -1;
+  m->fd = WL__OS_NO_FD;
+#ifndef _WIN32
+  m->probe_fd = -1;
+#endif
   rc = wl__create_or_attach(m, path, size, mode, err, errlen);
   if (rc == 0) {
     /* Reserved before joining (which may repair), so that no repair asks
