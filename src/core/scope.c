@@ -327,6 +327,10 @@ int wl_scope_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino) {
   return wl__os_file_identity(m, dev, ino);
 }
 
+int wl_scope_path_identity(const char *path, uint64_t *dev, uint64_t *ino) {
+  return wl__os_path_identity(path, dev, ino);
+}
+
 void wl_scope_close(wl_manager_t *m) {
   /* The sweeper may be waiting for the mutex: it stops first, and the sweep
    * here answers whatever its watcher asked for since (the system wakes one

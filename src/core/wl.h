@@ -161,6 +161,11 @@ void wl_scope_close(wl_manager_t *m);
 /* The identity of a machine-wide manager's file (its device and inode), to tell
  * whether a path still names it. Returns 0 or -errno. */
 int wl_scope_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino);
+/* The identity that wl_scope_identity would give the file at path, to find
+ * a manager this process has open: 0, or -1 where path names no regular
+ * file with one name (not through a symbolic link, which wl_scope_open
+ * refuses, as it refuses a hard link). */
+int wl_scope_path_identity(const char *path, uint64_t *dev, uint64_t *ino);
 
 /* Ends every agent of every process that has died with the manager open
  * (spec 2.6), so that the requests waiting behind them are granted. Opening

@@ -69,6 +69,9 @@ int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
                       size_t errlen);
 /* The file's device and inode, for a process's table of open scopes. */
 int wl__os_file_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino);
+/* The same of the file at path, if it is a regular file with one name,
+ * not reached through a symbolic link: 0, or -1. */
+int wl__os_path_identity(const char *path, uint64_t *dev, uint64_t *ino);
 /* Closes what wl__os_file_probe opened, then what create or attach did. */
 void wl__os_file_close(wl_manager_t *m);
 /* The memory a repair works in (m->work, m->work_size = size): address

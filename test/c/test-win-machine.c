@@ -158,6 +158,31 @@ static void test_one_file(void) {
   tshm_remove(path);
 }
 
+/* Win32 drops a name's trailing dots ("web-locks.." would be "web-locks"):
+ * the file of scope ".." is its own. */
+static void test_trailing_dots(void) {
+  char dots[MAX_PATH + 2];
+  wchar_t wdots[MAX_PATH + 8];
+  wl_manager_t *m1, *m2;
+  uint64_t dev1, ino1, dev2, ino2;
+
+  tshm_path(path, sizeof(path), "dots");
+  snprintf(dots, sizeof(dots), "%s..", path);
+  m1 = tscope_open(path, SIZE);
+  m2 = tscope_open(dots, SIZE);
+  ASSERT_EQ(0, wl_scope_identity(m1, &dev1, &ino1));
+  ASSERT_EQ(0, wl_scope_identity(m2, &dev2, &ino2));
+  ASSERT(ino1 != ino2);
+  ASSERT_EQ(0, wl_scope_path_identity(dots, &dev1, &ino1));
+  ASSERT(dev1 == dev2 && ino1 == ino2);
+  wl_scope_close(m2);
+  wl_scope_close(m1);
+  /* Under its own name, which only a path that Win32 leaves alone names. */
+  swprintf(wdots, MAX_PATH + 8, L"\\\\?\\%hs", dots);
+  ASSERT(DeleteFileW(wdots));
+  tshm_remove(path);
+}
+
 /* A release in this process wakes an agent of another through its event. */
 static void test_wake_across_processes(void) {
   char queued_name[64], granted_name[64];
@@ -381,6 +406,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "child") == 0)
     return child(argc, argv);
   RUN(test_one_file);
+  RUN(test_trailing_dots);
   RUN(test_wake_across_processes);
   RUN(test_killed_holder);
   RUN(test_mutex_abandoned);

@@ -1,5 +1,6 @@
 /* The scope's file on Windows (os/machine.h; the design: os/win/machine.h,
  * point 1). Paths are UTF-8 and converted to UTF-16 for the wide API. */
+#include <wchar.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,11 +47,40 @@ static int wl__fail(char *err, size_t errlen, const char *what,
                  what, path, strerror(-rc), (unsigned long)e);
 }
 
+static int wl__slash(char c) { return c == '\\' || c == '/'; }
+
+static int wl__letter(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
+/* path as the wide API takes it. An absolute one gets the \\?\ prefix
+ * (\\?\UNC\ for \\server\share), which turns Win32's normalisation off:
+ * "web-locks.." (scope "..") keeps its name instead of losing its trailing
+ * dots and naming "web-locks", and no MAX_PATH applies. Its separators are
+ * then backslashes, and "." or ".." in it name no directory (lib/ gives
+ * resolved paths). A relative path is left as it is. */
 static int wl__wide(const char *path, wchar_t *out) {
-  return MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, out,
-                             WL__WPATH_MAX) > 0
-             ? 0
-             : -1;
+  const wchar_t *prefix = L"";
+  size_t skip = 0, n;
+  wchar_t *c;
+
+  if (wl__letter(path[0]) && path[1] == ':' && wl__slash(path[2])) {
+    prefix = L"\\\\?\\";
+  } else if (wl__slash(path[0]) && wl__slash(path[1]) && path[2] != '?' &&
+             path[2] != '.') {
+    prefix = L"\\\\?\\UNC\\";
+    skip = 2;
+  }
+  n = wcslen(prefix);
+  wcscpy(out, prefix);
+  if (MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path + skip, -1,
+                          out + n, (int)(WL__WPATH_MAX - n)) <= 0)
+    return -1;
+  for (c = out + n; n > 0 && *c != L'\0'; c++) {
+    if (*c == L'/')
+      *c = L'\\';
+  }
+  return 0;
 }
 
 static int wl__map(wl_manager_t *m, uint64_t size) {
@@ -181,15 +211,18 @@ int wl__os_file_publish(wl_manager_t *m, const char *path, char *err,
 }
 
 /* A regular file (not a directory or a reparse point: a link could lead
- * anywhere), not sparse (a store into a hole could fail), of at least one
- * page. */
+ * anywhere, and is refused as O_NOFOLLOW refuses one, ELOOP), not sparse (a
+ * store into a hole could fail), of at least one page. */
 static int wl__check(const char *path, const BY_HANDLE_FILE_INFORMATION *fi,
                      char *err, size_t errlen) {
   uint64_t size = ((uint64_t)fi->nFileSizeHigh << 32) | fi->nFileSizeLow;
 
-  if ((fi->dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY |
-                               FILE_ATTRIBUTE_REPARSE_POINT |
-                               FILE_ATTRIBUTE_SPARSE_FILE)) != 0)
+  if ((fi->dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) != 0)
+    return wl__say(err, errlen, -ELOOP,
+                   "cannot open %s: it is a symbolic link (a reparse point)",
+                   path);
+  if ((fi->dwFileAttributes &
+       (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_SPARSE_FILE)) != 0)
     return wl__say(err, errlen, WL_ECORRUPT,
                    "%s is not a regular file that web-locks made", path);
   if (size < WL__PAGE)
@@ -307,6 +340,32 @@ int wl__os_file_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino) {
   if (!GetFileInformationByHandle(m->fd, &fi))
     return wl__win_errno(GetLastError());
   *dev = m->local->volume;
+  *ino = ((uint64_t)fi.nFileIndexHigh << 32) | fi.nFileIndexLow;
+  return 0;
+}
+
+/* Its volume's serial as an open by path gives it (wl__os_file_probe). */
+int wl__os_path_identity(const char *path, uint64_t *dev, uint64_t *ino) {
+  wchar_t wpath[WL__WPATH_MAX];
+  BY_HANDLE_FILE_INFORMATION fi;
+  HANDLE h;
+  int ok;
+
+  if (wl__wide(path, wpath) != 0)
+    return -1;
+  h = CreateFileW(wpath, 0,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                  OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+  if (h == INVALID_HANDLE_VALUE)
+    return -1;
+  ok = GetFileInformationByHandle(h, &fi) &&
+       (fi.dwFileAttributes &
+        (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT)) == 0 &&
+       fi.nNumberOfLinks == 1;
+  CloseHandle(h);
+  if (!ok)
+    return -1;
+  *dev = fi.dwVolumeSerialNumber;
   *ino = ((uint64_t)fi.nFileIndexHigh << 32) | fi.nFileIndexLow;
   return 0;
 }
