@@ -11,8 +11,16 @@ const { api, uniq, scopeName, holdOn, only, isDOMException, openToOthers, PKG } 
 const { spawnAgent, spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 
 const linux = process.platform === 'linux';
+const windows = process.platform === 'win32';
 
-(linux ? describe : describe.skip)('openLockManager (machine-wide)', function () {
+// Skips a test of what Windows does not have.
+function notOnWindows(test, what) {
+  if (!windows) return;
+  test.test.title += ` (pending: Windows has no ${what})`;
+  test.skip();
+}
+
+(linux || windows ? describe : describe.skip)('openLockManager (machine-wide)', function () {
   this.timeout(20000);
   let openLockManager;
   let LockManager;
@@ -82,27 +90,30 @@ const linux = process.platform === 'linux';
     });
 
     it('creates the file for its owner only by default, and with the mode option otherwise', async function () {
+      notOnWindows(this, 'permission bits');
       await open('mode-default');
       assert.equal(fs.statSync(path.join(dir, 'web-locks.mode-default')).mode & 0o777, 0o600);
       await open('mode-group', { mode: 0o660 });
       assert.equal(fs.statSync(path.join(dir, 'web-locks.mode-group')).mode & 0o777, 0o660);
     });
 
-    it('chooses /dev/shm by default on Linux and /var/tmp on macOS: a directory every user shares, which no clean-up empties under a live scope', function () {
+    it('chooses /dev/shm by default on Linux and /var/tmp on macOS: a directory every user shares, which no clean-up empties under a live scope; on Windows the user\'s own %LOCALAPPDATA%', function () {
       const { defaultDir } = require(path.join(PKG, 'lib', 'manager-machine.js'));
       assert.equal(defaultDir('linux'), '/dev/shm');
       assert.equal(defaultDir('darwin'), '/var/tmp');
-      assert.equal(defaultDir(), process.platform === 'darwin' ? '/var/tmp' : '/dev/shm');
+      if (windows) assert.equal(defaultDir(), process.env.LOCALAPPDATA);
+      else assert.equal(defaultDir(), process.platform === 'darwin' ? '/var/tmp' : '/dev/shm');
     });
 
-    it('puts the file in /dev/shm by default', async function () {
+    it('puts the file in that directory by default', async function () {
       const scope = `default-dir-${process.pid}`;
+      const file = path.join(windows ? process.env.LOCALAPPDATA : '/dev/shm', `web-locks.${scope}`);
       const m = await openLockManager(scope);
       try {
-        assert.ok(fs.statSync(`/dev/shm/web-locks.${scope}`).isFile());
+        assert.ok(fs.statSync(file).isFile());
       } finally {
         await m.close();
-        fs.rmSync(`/dev/shm/web-locks.${scope}`);
+        fs.rmSync(file);
       }
     });
 
@@ -117,6 +128,11 @@ const linux = process.platform === 'linux';
       await assert.rejects(openLockManager('truncated', { dir }), (err) => /^E[A-Z]+$/.test(err.code) && err.message.includes(truncated));
 
       fs.symlinkSync(garbage, path.join(dir, 'web-locks.link'));
+      // wine 8 makes a link that lstat cannot find: the part left out there.
+      if (windows && !fs.existsSync(path.join(dir, 'web-locks.link'))) {
+        this.test.title += ' (the symbolic link: pending, this system made none)';
+        return;
+      }
       await assert.rejects(openLockManager('link', { dir }), (err) => err.code === 'ELOOP' && err.message.includes('web-locks.link'));
     });
 
@@ -135,6 +151,7 @@ const linux = process.platform === 'linux';
     });
 
     it("refuses a file of another user unless both its mode and the opener's open it on purpose", async function () {
+      notOnWindows(this, 'permission bits');
       // As root, with a Node and a package that another user can run.
       if (process.getuid() !== 0 || !openToOthers(process.execPath) || !openToOthers(PKG)) this.skip();
       const shared = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-users-'));
@@ -484,6 +501,7 @@ const linux = process.platform === 'linux';
     });
 
     it('an agent in another pid namespace shares the scope', async function () {
+      notOnWindows(this, 'pid namespaces');
       if (process.getuid() !== 0) this.skip();
       // util-linux's unshare; busybox's (the arm64 VM's, scripts/arm64-vm.sh) has no --kill-child.
       if (!/--kill-child/.test(childProcess.spawnSync('unshare', ['--help'], { encoding: 'utf8' }).stdout || '')) {
@@ -506,6 +524,7 @@ const linux = process.platform === 'linux';
     });
 
     it('a process waiting for a lock held elsewhere uses no CPU', async function () {
+      notOnWindows(this, '/proc to read a process\'s CPU time from');
       const name = uniq('idle');
       const h = holdOn(m, name);
       await h.granted;
@@ -544,6 +563,7 @@ const linux = process.platform === 'linux';
     });
 
     it('each thread\'s loop polls its agents\' FIFOs itself: no thread of the binding\'s own wakes them (as under Bun: test/bun.test.js)', async function () {
+      notOnWindows(this, 'FIFOs: the system\'s thread pool waits for its agents\' events');
       if (process.versions.bun !== undefined) this.skip();
       const names = () => fs.readdirSync('/proc/self/task').map((tid) => {
         try {
