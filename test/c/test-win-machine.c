@@ -10,6 +10,7 @@
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "test.h"
@@ -155,6 +156,35 @@ static void test_one_file(void) {
   FindClose(find);
   wl_scope_close(m2);
   wl_scope_close(m1);
+  tshm_remove(path);
+}
+
+/* A file made for the path is put in place by a rename that never
+ * replaces one another process put there first: -EEXIST, that file left
+ * as it was, and the made one removed with its temporary name. */
+static void test_publish_never_replaces(void) {
+  wl_manager_t *m = calloc(1, sizeof(*m));
+  char err[256], tmp[sizeof(m->tmp)];
+  WIN32_FILE_ATTRIBUTE_DATA fa;
+  DWORD n;
+  HANDLE h;
+
+  ASSERT(m != NULL);
+  tshm_path(path, sizeof(path), "publish");
+  ASSERT_EQ(0, wl__os_file_create(m, path, SIZE, 0600, err, sizeof(err)));
+  ASSERT(m->tmp[0] != '\0');
+  strcpy(tmp, m->tmp);
+  h = CreateFileA(path, GENERIC_WRITE, 0, NULL, CREATE_NEW,
+                  FILE_ATTRIBUTE_NORMAL, NULL);
+  ASSERT(h != INVALID_HANDLE_VALUE);
+  ASSERT(WriteFile(h, "other", 5, &n, NULL) && n == 5);
+  CloseHandle(h);
+  ASSERT_EQ(-EEXIST, wl__os_file_publish(m, path, err, sizeof(err)));
+  wl__os_file_drop(m);
+  ASSERT(GetFileAttributesA(tmp) == INVALID_FILE_ATTRIBUTES);
+  ASSERT(GetFileAttributesExA(path, GetFileExInfoStandard, &fa));
+  ASSERT_EQ(5, fa.nFileSizeLow);
+  free(m);
   tshm_remove(path);
 }
 
@@ -406,6 +436,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "child") == 0)
     return child(argc, argv);
   RUN(test_one_file);
+  RUN(test_publish_never_replaces);
   RUN(test_trailing_dots);
   RUN(test_wake_across_processes);
   RUN(test_killed_holder);
