@@ -23,7 +23,8 @@ int wl__win_created(HANDLE h, uint64_t *created) {
 }
 
 /* 1 while the process of that identity runs, or cannot be asked about
- * (another user's: access denied); 0 once it has ended, or never was. */
+ * (another user's: access denied; a call that fails); 0 once it has ended,
+ * or never was. */
 static int wl__alive(DWORD pid, uint64_t created) {
   HANDLE h;
   uint64_t c;
@@ -37,7 +38,7 @@ static int wl__alive(DWORD pid, uint64_t created) {
   if (wl__win_created(h, &c) != 0)
     alive = 1;
   else
-    alive = c == created && WaitForSingleObject(h, 0) == WAIT_TIMEOUT;
+    alive = c == created && WaitForSingleObject(h, 0) != WAIT_OBJECT_0;
   CloseHandle(h);
   return alive;
 }

@@ -64,8 +64,20 @@ static wl__owner_t *wl__target(const wl__watch_t *w) {
   return t == 0 ? NULL : wl__win_owner(w->m, t);
 }
 
+#define WL__DIED 1
+#define WL__AGAIN 0
+#define WL__CANNOT (-1)
+
+/* Waits for the bell: WL__AGAIN, or WL__CANNOT if the wait fails (the
+ * watcher then ends, and deaths are found by the next sweep, as where a
+ * process cannot be watched). */
+static int wl__bell(wl__watch_t *w) {
+  return WaitForSingleObject(w->bell, INFINITE) == WAIT_OBJECT_0 ? WL__AGAIN
+                                                                 : WL__CANNOT;
+}
+
 /* Until the target changes (its bell is set) or its process has ended:
- * whether it ended. */
+ * WL__DIED if it ended, WL__AGAIN, or WL__CANNOT. */
 static int wl__watch_one(wl__watch_t *w, const wl__owner_t *t) {
   uint32_t pid = __atomic_load_n(&t->pid, SEQ);
   uint64_t created = __atomic_load_n(&t->created, SEQ), c;
@@ -75,42 +87,36 @@ static int wl__watch_one(wl__watch_t *w, const wl__owner_t *t) {
   WL__HIDE(pid);
   WL__HIDE(created);
   if (pid == 0)
-    return 1;
+    return WL__DIED;
   h[0] = w->bell;
   h[1] = OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE,
                      pid);
-  if (h[1] == NULL) {
-    if (GetLastError() == ERROR_INVALID_PARAMETER)
-      return 1;
-    WaitForSingleObject(w->bell, INFINITE);
-    return 0;
-  }
+  if (h[1] == NULL)
+    return GetLastError() == ERROR_INVALID_PARAMETER ? WL__DIED : wl__bell(w);
   if (wl__win_created(h[1], &c) != 0) {
     CloseHandle(h[1]);
-    WaitForSingleObject(w->bell, INFINITE);
-    return 0;
+    return wl__bell(w);
   }
   r = c == created ? WaitForMultipleObjects(2, h, FALSE, INFINITE)
                    : WAIT_OBJECT_0 + 1;
   CloseHandle(h[1]);
   if (r == WAIT_OBJECT_0 + 1)
-    return 1;
-  if (r != WAIT_OBJECT_0)
-    WaitForSingleObject(w->bell, INFINITE);
-  return 0;
+    return WL__DIED;
+  return r == WAIT_OBJECT_0 ? WL__AGAIN : wl__bell(w);
 }
 
 static DWORD WINAPI wl__watcher_main(void *arg) {
   wl__watch_t *w = arg;
+  int rc = WL__AGAIN;
 
-  while (!__atomic_load_n(&w->stop, SEQ)) {
+  while (rc != WL__CANNOT && !__atomic_load_n(&w->stop, SEQ)) {
     wl__owner_t *t = wl__target(w);
     if (t == NULL) {
-      WaitForSingleObject(w->bell, INFINITE);
-    } else if (wl__watch_one(w, t)) {
+      rc = wl__bell(w);
+    } else if ((rc = wl__watch_one(w, t)) == WL__DIED) {
       /* The sweep mends the ring, which sets the bell. */
       SetEvent(w->ask);
-      WaitForSingleObject(w->bell, INFINITE);
+      rc = wl__bell(w);
     }
   }
   return 0;
