@@ -85,6 +85,39 @@ static void child_work(const char *p, const char *point, const char *go) {
   exit(0);
 }
 
+/* Adds 1 to the number in the file count, under x, `times` times: a read
+ * and a write that another process between them would lose. */
+static void child_count(const char *p, const char *count, int times) {
+  wl_manager_t *m = tscope_open(p, SIZE);
+  wl_agent_t a;
+  wl_request_t x;
+  uint32_t n;
+  DWORD done;
+  HANDLE f;
+  int i, rc;
+
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("counter"), tfifo_notify));
+  f = CreateFileA(count, GENERIC_READ | GENERIC_WRITE,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, OPEN_EXISTING,
+                  FILE_ATTRIBUTE_NORMAL, NULL);
+  ASSERT(f != INVALID_HANDLE_VALUE);
+  for (i = 0; i < times; i++) {
+    rc = wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0);
+    ASSERT(rc == 0 || rc == WL_GRANTED_AT_ONCE);
+    tawait_grant(&a, &x);
+    ASSERT_EQ(0, SetFilePointer(f, 0, NULL, FILE_BEGIN));
+    ASSERT(ReadFile(f, &n, sizeof(n), &done, NULL) && done == sizeof(n));
+    n++;
+    ASSERT_EQ(0, SetFilePointer(f, 0, NULL, FILE_BEGIN));
+    ASSERT(WriteFile(f, &n, sizeof(n), &done, NULL) && done == sizeof(n));
+    ASSERT_EQ(1, wl_release(&x));
+  }
+  CloseHandle(f);
+  wl_agent_close(&a);
+  wl_scope_close(m);
+  exit(0);
+}
+
 static int child(int argc, char **argv) {
   if (argc == 5 && strcmp(argv[2], "hold") == 0)
     child_hold(argv[3], argv[4]);
@@ -94,6 +127,8 @@ static int child(int argc, char **argv) {
     child_die(argv[3], argv[4]);
   else if (argc == 6 && strcmp(argv[2], "work") == 0)
     child_work(argv[3], argv[4], argv[5]);
+  else if (argc == 6 && strcmp(argv[2], "count") == 0)
+    child_count(argv[3], argv[4], atoi(argv[5]));
   fprintf(stderr, "a child with arguments it does not know\n");
   return 2;
 }
@@ -237,6 +272,41 @@ static void test_wake_across_processes(void) {
   wl_scope_close(m);
   CloseHandle(queued);
   CloseHandle(granted);
+  tshm_remove(path);
+}
+
+/* Processes that take turns on x, each adding to a number in a file
+ * under it, lose no addition: the mutex, the queue and the wake-ups keep
+ * them apart. */
+static void test_exclusive_across_processes(void) {
+  enum { CHILDREN = 3, TIMES = 200 };
+  char count[MAX_PATH + 8], times[16];
+  void *c[CHILDREN];
+  uint32_t n = 0;
+  DWORD done;
+  HANDLE f;
+  wl_manager_t *m;
+  int i;
+
+  tshm_path(path, sizeof(path), "exclusive");
+  snprintf(count, sizeof(count), "%s.count", path);
+  snprintf(times, sizeof(times), "%d", TIMES);
+  f = CreateFileA(count, GENERIC_READ | GENERIC_WRITE,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, CREATE_ALWAYS,
+                  FILE_ATTRIBUTE_NORMAL, NULL);
+  ASSERT(f != INVALID_HANDLE_VALUE);
+  ASSERT(WriteFile(f, &n, sizeof(n), &done, NULL) && done == sizeof(n));
+  m = tscope_open(path, SIZE);
+  for (i = 0; i < CHILDREN; i++)
+    c[i] = spawn("count", count, times);
+  for (i = 0; i < CHILDREN; i++)
+    ASSERT_EQ(0, twin_exit(c[i]));
+  ASSERT_EQ(0, SetFilePointer(f, 0, NULL, FILE_BEGIN));
+  ASSERT(ReadFile(f, &n, sizeof(n), &done, NULL) && done == sizeof(n));
+  ASSERT_EQ(CHILDREN * TIMES, n);
+  CloseHandle(f);
+  expect_empty(m);
+  wl_scope_close(m);
   tshm_remove(path);
 }
 
@@ -439,6 +509,7 @@ int main(int argc, char **argv) {
   RUN(test_publish_never_replaces);
   RUN(test_trailing_dots);
   RUN(test_wake_across_processes);
+  RUN(test_exclusive_across_processes);
   RUN(test_killed_holder);
   RUN(test_mutex_abandoned);
   RUN(test_mutex_gone_with_its_holder);
