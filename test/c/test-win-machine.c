@@ -450,6 +450,47 @@ static void test_life(void) {
   tshm_remove(path);
 }
 
+/* A watcher told, through its record, to watch what is no owner (an
+ * offset past the region; a record whose identity words are another
+ * record's bytes) neither crashes nor stops: once the ring is mended, it
+ * notices a holder's end as before. (Nothing tells when the watcher has
+ * read each target: it may see only the last of them.) */
+static void test_hostile_watch_target(void) {
+  char held_name[64];
+  void *held = twin_event(held_name), *c;
+  wl_manager_t *m;
+  wl__owner_t *self;
+  wl_agent_t a;
+  wl_request_t x;
+
+  tshm_path(path, sizeof(path), "hostile-watch");
+  c = spawn("hold", held_name, NULL);
+  ASSERT(twin_wait(held, 30000));
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tfifo_notify));
+  ASSERT_EQ(0, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl__lock(m));
+  self = WL__REC(m, m->self, wl__owner_t);
+  wl__os_watch_target(m, self, m->capacity);
+  wl__unlock(m);
+  ASSERT_EQ(0, wl__lock(m));
+  /* The region's header: its words read as a pid and a creation time. */
+  wl__os_watch_target(m, self, 8);
+  wl__unlock(m);
+  ASSERT_EQ(0, wl__lock(m));
+  wl__ring(m, 1);
+  wl__unlock(m);
+  twin_kill(c);
+  tawait_grant(&a, &x);
+  ASSERT_EQ(137, twin_exit(c));
+  ASSERT_EQ(1, wl_release(&x));
+  wl_agent_close(&a);
+  expect_empty(m);
+  wl_scope_close(m);
+  CloseHandle(held);
+  tshm_remove(path);
+}
+
 /* A process killed at a named point, holding the mutex, leaves a state
  * that this one repairs at its next lock. */
 static void crash_at(const char *point) {
@@ -515,6 +556,7 @@ int main(int argc, char **argv) {
   RUN(test_mutex_gone_with_its_holder);
   RUN(test_mutex_broken);
   RUN(test_life);
+  RUN(test_hostile_watch_target);
   RUN(test_crash_at_every_point);
   return 0;
 }
