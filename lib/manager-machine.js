@@ -1,10 +1,10 @@
 'use strict'
 
 // The machine-wide lock manager behind openLockManager(scope): the core's
-// state in a file (by default in /dev/shm, on macOS /var/tmp) that every
-// process opening the scope maps. The file is created on first use; the
-// binding maps it once per process, and each thread that opens it is one
-// agent. Linux and macOS.
+// state in a file (by default in /dev/shm, on macOS /var/tmp, on Windows
+// %LOCALAPPDATA%) that every process opening the scope maps. The file is
+// created on first use; the binding maps it once per process, and each
+// thread that opens it is one agent. Linux, macOS and Windows.
 
 const os = require('os')
 const path = require('path')
