@@ -3,7 +3,7 @@
     {
       "target_name": "web_locks",
       "variables": {
-        "wl_machine%": "<!(node -p \"['linux', 'darwin'].includes(process.platform) && !process.env.WEB_LOCKS_NO_MACHINE ? 1 : 0\")",
+        "wl_machine%": "<!(node -p \"['linux', 'darwin', 'win32'].includes(process.platform) && !process.env.WEB_LOCKS_NO_MACHINE ? 1 : 0\")",
         "wl_posix%": "<!(node -p \"process.platform === 'darwin' || process.env.WEB_LOCKS_OS === 'posix' ? 1 : 0\")"
       },
       "sources": [
@@ -21,23 +21,35 @@
         ["wl_machine == 1", {
           "sources": [
             "src/core/machine.c", "src/core/recover.c", "src/core/scope.c", "src/core/owners.c",
-            "src/os/unix/file.c", "src/os/unix/sweep.c", "src/os/unix/wake.c",
-            "src/binding/machine-unix.c"
+            "src/binding/machine.c"
           ],
           "conditions": [
-            ["OS == 'linux'", {
-              "sources": ["src/binding/waker-linux.c"]
-            }, {
-              "sources": ["src/binding/waker-none.c"]
-            }],
-            ["wl_posix == 1", {
+            ["OS == 'win'", {
               "sources": [
-                "src/os/posix/local.c", "src/os/posix/life.c", "src/os/posix/mutex.c",
-                "src/os/posix/watch.c"
+                "src/os/win/file.c", "src/os/win/life.c", "src/os/win/mutex.c",
+                "src/os/win/wake.c", "src/os/win/watch.c", "src/binding/machine-win.c"
               ]
             }, {
               "sources": [
-                "src/os/linux/life.c", "src/os/linux/mutex.c", "src/os/linux/watch.c"
+                "src/os/unix/file.c", "src/os/unix/sweep.c", "src/os/unix/wake.c",
+                "src/binding/machine-unix.c"
+              ],
+              "conditions": [
+                ["OS == 'linux'", {
+                  "sources": ["src/binding/waker-linux.c"]
+                }, {
+                  "sources": ["src/binding/waker-none.c"]
+                }],
+                ["wl_posix == 1", {
+                  "sources": [
+                    "src/os/posix/local.c", "src/os/posix/life.c", "src/os/posix/mutex.c",
+                    "src/os/posix/watch.c"
+                  ]
+                }, {
+                  "sources": [
+                    "src/os/linux/life.c", "src/os/linux/mutex.c", "src/os/linux/watch.c"
+                  ]
+                }]
               ]
             }]
           ]

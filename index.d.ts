@@ -86,7 +86,7 @@ export interface SharedLockManager extends LockManager {
 export declare const locks: LockManager
 
 export interface OpenLockManagerOptions {
-  /** The directory of the scope's file (default `/dev/shm` on Linux, `/var/tmp` on macOS). */
+  /** The directory of the scope's file (default `/dev/shm` on Linux, `/var/tmp` on macOS, `%LOCALAPPDATA%` on Windows). */
   dir?: string
   /**
    * The file's size in bytes when this call creates it: whole 4096-byte
@@ -130,8 +130,8 @@ export interface PostgresLockManagerOptions {
  * This thread's agent of the lock manager shared by every process on this
  * host that opens `scope` (letters, digits, `.`, `_`, `-`; at most 100
  * characters). Opening a scope again in the same thread gives the same
- * manager until it is closed. Linux and macOS only: elsewhere it rejects
- * with a NotSupportedError. A file that is damaged, of another layout, a symbolic
+ * manager until it is closed. Linux, macOS and Windows only: elsewhere it
+ * rejects with a NotSupportedError. A file that is damaged, of another layout, a symbolic
  * link or not to be trusted rejects with an Error whose `code` says so
  * (ECORRUPT, ELAYOUT, ELOOP, EACCES, ...); one found damaged while in use
  * rejects every unsettled request of the scope with its ECORRUPT error.

@@ -1,11 +1,12 @@
 'use strict'
 
 // The machine-wide lock manager behind openLockManager(scope): the core's
-// state in a file (by default in /dev/shm, on macOS /var/tmp) that every
-// process opening the scope maps. The file is created on first use; the
-// binding maps it once per process, and each thread that opens it is one
-// agent. Linux and macOS.
+// state in a file (by default in /dev/shm, on macOS /var/tmp, on Windows
+// %LOCALAPPDATA%) that every process opening the scope maps. The file is
+// created on first use; the binding maps it once per process, and each
+// thread that opens it is one agent. Linux, macOS and Windows.
 
+const os = require('os')
 const path = require('path')
 const { randomUUID } = require('crypto')
 const { domException, realmError, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
@@ -39,8 +40,12 @@ function misreadInC (value) {
 // which has no /dev/shm and whose $TMPDIR is one user's, /var/tmp, sticky,
 // which its daily clean-up leaves alone (it empties /tmp of files not
 // touched for days, which a mapped scope's file may well be: a new file at
-// the path would be a second manager of the scope).
+// the path would be a second manager of the scope). On Windows, which has
+// no permission bits, the user's own %LOCALAPPDATA%, which no other user
+// can read or write, and no clean-up empties (src/os/win/machine.h): a
+// scope there is its user's.
 function defaultDir (platform = process.platform) {
+  if (platform === 'win32') return process.env.LOCALAPPDATA || os.tmpdir()
   return platform === 'darwin' ? '/var/tmp' : '/dev/shm'
 }
 
@@ -118,14 +123,14 @@ function machineTarget (scope, options) {
 // file, closed }, for machineBackend. Throws an Error
 // whose code says what is wrong with the file and whose message names it,
 // or a NotSupportedError from a build without the machine-wide manager (any
-// platform but Linux and macOS, or WEB_LOCKS_NO_MACHINE at install:
+// platform but Linux, macOS and Windows, or WEB_LOCKS_NO_MACHINE at install:
 // binding.gyp).
 function openMachine (binding, { file, size, mode }) {
   if (typeof binding.open !== 'function') {
-    // On Linux and macOS, only a build asked for without it lacks it.
-    const why = process.platform === 'linux' || process.platform === 'darwin'
+    // On Linux, macOS and Windows, only a build asked for without it lacks it.
+    const why = ['linux', 'darwin', 'win32'].includes(process.platform)
       ? 'it was built with WEB_LOCKS_NO_MACHINE set; to have it, remove node_modules/web-locks/build and, without that variable, run: npm rebuild web-locks'
-      : 'it needs Linux or macOS'
+      : 'it needs Linux, macOS or Windows'
     throw domException(openFailure(`this build of web-locks has no machine-wide lock manager (${why}).`), 'NotSupportedError')
   }
   // Bun's loop cannot poll a descriptor; the thread that polls for it

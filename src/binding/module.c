@@ -3,9 +3,10 @@
  * teardown. The binding's files, each calling only those below it:
  *
  *   module.c          the module (this file)
- *   machine-unix.c    the machine-wide manager's part, where it exists
+ *   machine.c         the machine-wide manager's part, where it exists
  *                     (machine-none.c elsewhere), called through the
- *                     functions the module defines and at teardown
+ *                     functions the module defines and at teardown, on
+ *                     its OS's wake-ups (machine-unix.c, machine-win.c)
  *   query.c           query()'s conversion of a snapshot
  *   thread.c          each thread's state, its agents and their requests:
  *                     slots, the delivery of events, the stuck check

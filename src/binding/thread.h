@@ -41,14 +41,19 @@ typedef struct wlb_agent_s wlb_agent_t;
 struct wlb_agent_s {
   wl_agent_t agent;
   wlb_thread_t *t;
-  struct wlb_file_s *seg; /* machine-unix.c's */
+  struct wlb_file_s *seg; /* machine.c's */
   /* How other processes wake it: its loop polls its FIFO, or, where the loop
-   * cannot (Bun), the waker thread does and sends this async (waker-linux.c). */
+   * cannot (Bun), the waker thread does and sends this async (waker-linux.c);
+   * on Windows the system's thread pool waits for its event and sends the
+   * async (machine-win.c). */
   union {
     uv_handle_t handle;
     uv_poll_t poll;
     uv_async_t async;
   } wake;
+#ifdef _WIN32
+  void *wait; /* its RegisterWaitForSingleObject handle */
+#endif
   unsigned char polled; /* wake is the poll */
   unsigned char closed; /* wl_agent_close() ran: its records are gone */
 };
@@ -93,7 +98,7 @@ struct wlb_thread_s {
 
 /* The thread's life (module.c's init and teardown): init starts its
  * handles, close closes them, and the close of the last of them, or of a
- * machine-wide manager's agent's (machine-unix.c), frees it (closed). */
+ * machine-wide manager's agent's (machine.c), frees it (closed). */
 wlb_thread_t *wlb__thread_self(void);
 int wlb__thread_init(wlb_thread_t *t);
 void wlb__thread_close(wlb_thread_t *t);

@@ -273,14 +273,15 @@ static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
                           wl_notify_cb notify) {
   wl__agent_t *a;
   wl_off_t off;
-  int rc, fd = -1;
+  wl_wait_t fd = WL_WAIT_NONE;
+  int rc;
 
   if (client_id_len > WL_CLIENT_ID_MAX || notify == NULL)
     return WL_EINVAL;
   memset(&agent->requests, 0, sizeof(agent->requests));
   agent->m = m;
   agent->notify = notify;
-  agent->wake_fd = -1;
+  agent->wake_fd = WL_WAIT_NONE;
   agent->wake = 0;
   if ((rc = wl__lock(m)) != 0)
     return rc;
@@ -309,11 +310,10 @@ static int wl__agent_init(wl_manager_t *m, wl_agent_t *agent,
   /* Other processes wake a machine-wide manager's agent through its FIFO, made
    * and (on failure) ended under the mutex, while no other agent can have
    * its record. */
-  if (WL__MACHINE(m) &&
-      (fd = WL__MACHINE_ONLY(m, wl__os_wake_open(m, &a->wake, &agent->wake), -1)) <
-          0) {
-    rc = fd;
-  } else if (WL__MACHINE(m) && wl__is_corrupt(m)) {
+  if (WL__MACHINE(m))
+    rc = WL__MACHINE_ONLY(
+        m, wl__os_wake_open(m, &a->wake, &agent->wake, &fd), 0);
+  if (rc == 0 && WL__MACHINE(m) && wl__is_corrupt(m)) {
     WL__MACHINE_ONLY(m, wl__os_wake_close(m, agent->wake, fd), (void)0);
     rc = WL_ECORRUPT;
   }

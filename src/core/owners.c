@@ -38,7 +38,8 @@ static void wl__end_owner(wl_manager_t *m, wl_off_t o) {
 
   while (wl__more(m, agents, &steps)) {
     wl_off_t a = wl__record_of(WL__LINK(m, agents)->next, wl__agent_t, olink);
-    wl__os_wake_close(m, WL__REC(m, a, wl__agent_t)->wake, -1);
+    wl__os_wake_close(m, WL__REC(m, a, wl__agent_t)->wake,
+                      WL_WAIT_NONE);
     wl__machine_ops.close_agent(m, a);
   }
   wl__os_watch_end(m, WL__REC(m, o, wl__owner_t));

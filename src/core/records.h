@@ -48,6 +48,15 @@ typedef struct {
   wl__link_t link;   /* in the region's owners, or vacant records */
   wl__link_t agents; /* its agents */
   wl_off_t watch;    /* the owner whose life its watcher watches, or 0 */
+#ifdef _WIN32
+  /* Its process's identity, its proof of life (os/win/life.c): pid and
+   * creation time; 0: none. `wake` names its watcher's bell, an event set
+   * when watch changes (os/win/watch.c). */
+  uint32_t pid;
+  uint32_t pad;
+  uint64_t created;
+  uint64_t wake;
+#else
   union {
     struct {
       uint32_t life; /* its watcher's TID, or FUTEX_OWNER_DIED; 0: none */
@@ -55,6 +64,7 @@ typedef struct {
     };
     uint64_t wake; /* its watcher's FIFO's number; 0: none */
   };
+#endif
 } wl__owner_t;
 
 /* The longest path of a machine-wide manager's file. */
@@ -166,12 +176,27 @@ typedef struct {
   uint32_t corrupt;
 } wl__hdr_t;
 
-/* An open write end of another process's agent's FIFO (os/unix/wake.c). */
+/* An open write end of another process's agent's wake-up: a FIFO
+ * (os/unix/wake.c) or an event (os/win/wake.c). */
 #define WL__WAKERS 32
 typedef struct {
-  uint64_t wake; /* the FIFO's number: no other agent ever has it */
-  int fd1;       /* its descriptor + 1; 0 when none */
+  uint64_t wake; /* the wake-up's number: no other agent ever has it */
+#ifdef _WIN32
+  void *event; /* its HANDLE, or NULL */
+#else
+  int fd1; /* its descriptor + 1; 0 when none */
+#endif
 } wl__waker_t;
+
+/* A machine-wide manager's file, as the OS opened it: a descriptor, or on
+ * Windows a HANDLE. */
+#ifdef _WIN32
+typedef void *wl__os_fd_t;
+#define WL__OS_NO_FD NULL
+#else
+typedef int wl__os_fd_t;
+#define WL__OS_NO_FD (-1)
+#endif
 
 struct wl_manager_s {
   wl__os_mutex_t *mutex; /* the process-wide manager's */
@@ -213,7 +238,9 @@ struct wl_manager_s {
    * keeps one (os/machine.h). */
   struct wl__os_file_mutex_s *file_mutex;
   struct wl__os_local_s *local;
+#ifndef _WIN32
   int probe_fd; /* a second open file, to test other owners' locks (Linux) */
+#endif
   struct wl__watch_s *watcher; /* its watcher and sweeper threads */
   /* Its file's permission bits and group (read once, when it was opened),
    * for the agents' FIFOs. */
@@ -229,7 +256,7 @@ struct wl_manager_s {
   /* Its repair's work memory, reserved with the mapping (wl__work_size). */
   void *work;
   uint64_t work_size;
-  int fd;
+  wl__os_fd_t fd;
   wl__waker_t wakers[WL__WAKERS]; /* used under the mutex */
 };
 

@@ -427,7 +427,7 @@ int wl__recover(wl_manager_t *m) {
   for (i = 0; i < bl.n; i++) {
     if (bl.kinds[i] == WL__AGENT &&
         !wl__linked(m, AT(bl.recs[i], wl__agent_t, olink))) {
-      wl__os_wake_close(m, AGENT(m, bl.recs[i])->wake, -1);
+      wl__os_wake_close(m, AGENT(m, bl.recs[i])->wake, WL_WAIT_NONE);
       wl__machine_ops.close_agent(m, bl.recs[i]);
       bl.kinds[i] = WL__FREE;
     }

@@ -65,7 +65,7 @@ int wl__commit(wl_manager_t *m, uint64_t upto) {
 }
 
 static wl__os_mutex_t wl__process_mutex = WL__OS_MUTEX_INIT;
-static wl_manager_t wl__process_m = {.mutex = &wl__process_mutex, .fd = -1, .probe_fd = -1};
+static wl_manager_t wl__process_m = {.mutex = &wl__process_mutex, .fd = WL__OS_NO_FD};
 static wl__os_once_t wl__process_once = WL__OS_ONCE_INIT;
 
 /* Reserves as much address space as the system grants, up to 64 GiB, and

@@ -41,7 +41,9 @@
  * glibc's and musl's mutexes are the same size on x86-64 but keep their
  * futex word in different places (containers of both may share /dev/shm);
  * the POSIX family's mutex is its own words, whatever the C library. */
-#if WL_OS_POSIX
+#if defined(_WIN32)
+#define WL__LIBC 4u
+#elif WL_OS_POSIX
 #define WL__LIBC 3u
 #elif defined(__GLIBC__)
 #define WL__LIBC 1u
@@ -295,7 +297,10 @@ int wl_scope_open(const char *path, uint64_t size, unsigned mode,
     return wl__say(err, errlen, WL_ENOMEM, "out of memory");
   }
   strcpy(m->path, path);
-  m->fd = m->probe_fd = -1;
+  m->fd = WL__OS_NO_FD;
+#ifndef _WIN32
+  m->probe_fd = -1;
+#endif
   rc = wl__create_or_attach(m, path, size, mode, err, errlen);
   if (rc == 0) {
     /* Reserved before joining (which may repair), so that no repair asks
@@ -321,6 +326,10 @@ int wl_scope_open(const char *path, uint64_t size, unsigned mode,
 
 int wl_scope_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino) {
   return wl__os_file_identity(m, dev, ino);
+}
+
+int wl_scope_path_identity(const char *path, uint64_t *dev, uint64_t *ino) {
+  return wl__os_path_identity(path, dev, ino);
 }
 
 void wl_scope_close(wl_manager_t *m) {

@@ -87,6 +87,16 @@ typedef struct wl_request_s wl_request_t;
  * example uv_async_send) and must not call back into the core. */
 typedef void (*wl_notify_cb)(wl_agent_t *agent);
 
+/* What an agent's thread waits on to be woken by other processes: a
+ * descriptor that becomes readable (Unix), or an event's HANDLE (Windows). */
+#ifdef _WIN32
+typedef void *wl_wait_t;
+#define WL_WAIT_NONE ((void *)0)
+#else
+typedef int wl_wait_t;
+#define WL_WAIT_NONE (-1)
+#endif
+
 struct wl_agent_s {
   void *data; /* the caller's */
   /* private */
@@ -95,8 +105,10 @@ struct wl_agent_s {
   wl_off_t off;   /* its record */
   uint32_t gen;   /* the record's generation when made */
   uint32_t local; /* its index in the manager's table of this process's agents */
-  int wake_fd;    /* its FIFO's read end, for a machine-wide manager; else -1 */
-  uint64_t wake;  /* its FIFO's number (os/unix/wake.c), or 0 */
+  /* Its wake-up's read end (a FIFO's, os/unix/wake.c; an event, os/win/wake.c)
+   * for a machine-wide manager; else WL_WAIT_NONE. */
+  wl_wait_t wake_fd;
+  uint64_t wake;  /* its wake-up's number, or 0 */
   wl__table_t requests; /* its requests' handles, by the index records carry */
 };
 
@@ -149,6 +161,11 @@ void wl_scope_close(wl_manager_t *m);
 /* The identity of a machine-wide manager's file (its device and inode), to tell
  * whether a path still names it. Returns 0 or -errno. */
 int wl_scope_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino);
+/* The identity that wl_scope_identity would give the file at path, to find
+ * a manager this process has open: 0, or -1 where path names no regular
+ * file with one name (not through a symbolic link, which wl_scope_open
+ * refuses, as it refuses a hard link). */
+int wl_scope_path_identity(const char *path, uint64_t *dev, uint64_t *ino);
 
 /* Ends every agent of every process that has died with the manager open
  * (spec 2.6), so that the requests waiting behind them are granted. Opening
@@ -162,12 +179,13 @@ int wl_sweep(wl_manager_t *m);
 int wl_agent_init(wl_manager_t *m, wl_agent_t *agent, const char *client_id,
                   size_t client_id_len, wl_notify_cb notify);
 
-/* For an agent of a machine-wide manager: the descriptor its thread polls for
- * readability (other processes write to it when its mailbox gets mail), or
- * -1 for the process-wide manager, whose agents are woken by their notify
- * callback. When it is readable, call wl_agent_woken() before draining the
- * mailbox with wl_agent_next(). */
-int wl_agent_wake_fd(const wl_agent_t *agent);
+/* For an agent of a machine-wide manager: what its thread waits on (a
+ * descriptor polled for readability; on Windows an event waited for), which
+ * other processes signal when its mailbox gets mail; WL_WAIT_NONE for the
+ * process-wide manager, whose agents are woken by their notify callback.
+ * When it is signalled, call wl_agent_woken() before draining the mailbox
+ * with wl_agent_next(). */
+wl_wait_t wl_agent_wake_fd(const wl_agent_t *agent);
 void wl_agent_woken(const wl_agent_t *agent);
 
 /* Terminates the agent's remaining locks and requests (spec 2.6): aborts its

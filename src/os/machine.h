@@ -1,14 +1,17 @@
 /* What a machine-wide manager asks of the OS, beside os.h: stated as
  * guarantees, as SQLite's os.h states its xShm* methods. The core
  * (core/scope.c, core/owners.c, core/recover.c, the algorithms) calls these
- * and nothing else of the system for it. Two families keep them, each in a
- * folder of its own, on what both share in os/unix/ (the file, wake-ups by
- * FIFO, the sweeper thread: os/unix/machine.h):
+ * and nothing else of the system for it. Three families keep them, each in
+ * a folder of its own; the first two on what they share in os/unix/ (the
+ * file, wake-ups by FIFO, the sweeper thread: os/unix/machine.h):
  *   os/linux/  Linux: a robust process-shared pthread mutex in the file, OFD
  *              locks for proof of life, robust futexes for the death watch;
  *   os/posix/  macOS, and Linux when asked (WL_OS_POSIX=1, for its tests):
  *              process-associated fcntl locks for the mutex and for proof of
- *              life, pidfd or kqueue for the death watch (os/posix/posix.h).
+ *              life, pidfd or kqueue for the death watch (os/posix/posix.h);
+ *   os/win/    Windows: a named mutex, process identities for proof of life
+ *              and the death watch, named events for wake-ups
+ *              (os/win/machine.h).
  * They call nothing of the core: what they need of a record comes to them as
  * arguments, and the sweep they start as a function.
  *
@@ -21,9 +24,10 @@
 
 #include "../core/records.h"
 
-/* The family: os/posix/ off Linux, or on Linux when the build asks for it. */
+/* The family: os/posix/ off Linux and Windows, or on Linux when the build
+ * asks for it. */
 #ifndef WL_OS_POSIX
-#ifdef __linux__
+#if defined(__linux__) || defined(_WIN32)
 #define WL_OS_POSIX 0
 #else
 #define WL_OS_POSIX 1
@@ -69,11 +73,15 @@ int wl__os_file_reserve(wl_manager_t *m, uint64_t upto);
 /* Checks that the file at path is still the one opened (m->fd), with one
  * name (a hard link would give its agents two sets of wake-up names), and
  * readies the test of other processes' proof of life (on Linux a second
- * open of it, m->probe_fd). 0 or an error code, with a message. */
+ * open of it, m->probe_fd) and the mutex (on Windows, opened by the name
+ * in the file). 0 or an error code, with a message. */
 int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
                       size_t errlen);
 /* The file's device and inode, for a process's table of open scopes. */
 int wl__os_file_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino);
+/* The same of the file at path, if it is a regular file with one name,
+ * not reached through a symbolic link: 0, or -1. */
+int wl__os_path_identity(const char *path, uint64_t *dev, uint64_t *ino);
 /* Closes what wl__os_file_probe opened, then what create or attach did. */
 void wl__os_file_close(wl_manager_t *m);
 /* The memory a repair works in (m->work, m->work_size = size): address
@@ -87,16 +95,22 @@ void wl__os_work_unmap(wl_manager_t *m);
  * at offset 40 of the file, m->file_mutex), which the system gives up when
  * its holder dies, and whose next taker learns so. Its layout is the
  * family's, and part of the file's ABI (core/scope.c). */
-#if WL_OS_POSIX
+#if defined(_WIN32)
+struct wl__os_file_mutex_s {
+  uint64_t name;   /* its named mutex's number, drawn with the file */
+  uint32_t holder; /* the holder's pid while it is held, else 0 */
+  uint32_t broken; /* 1 once it is unusable for good */
+};
+#elif WL_OS_POSIX
 struct wl__os_file_mutex_s {
   uint32_t holder; /* the holder's pid while it is held, else 0 */
   uint32_t broken; /* 1 once it is unusable for good */
 };
-#elif !defined(_WIN32)
+#else
 struct wl__os_file_mutex_s {
   pthread_mutex_t mu; /* process-shared and robust */
 };
-#endif /* Windows has no machine-wide manager yet: the type stays incomplete */
+#endif
 typedef struct wl__os_file_mutex_s wl__os_file_mutex_t;
 
 /* Initialises it in a new file: 0 or an error code. */
@@ -129,15 +143,16 @@ int wl__os_life_held(wl_manager_t *m, wl_off_t owner);
 int wl__os_draw(uint64_t *number);
 /* Makes and opens an agent's wake-up, named by a number drawn for it,
  * which is stored at *stored (its record: a sweep after this process dies
- * at any point here finds it) before the wake-up exists: the descriptor
- * its thread's event loop polls, or an error code; the number in *wake, 0
- * if none. Under the mutex. */
-int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake);
-/* Closes fd (if not -1) and removes the wake-up of that number, if it is
- * one (the number may come from the file). */
-void wl__os_wake_close(wl_manager_t *m, uint64_t wake, int fd);
-/* Wakes the agent whose wake-up has that number: its thread's descriptor
- * becomes readable. `slot` (the agent's record) keeps a recently woken
+ * at any point here finds it) before the wake-up exists: 0 and in *on what
+ * its thread waits on (a descriptor its event loop polls, an event), or an
+ * error code; the number in *wake, 0 if none. Under the mutex. */
+int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake,
+                     wl_wait_t *on);
+/* Closes `on` (if not WL_WAIT_NONE) and removes the wake-up of that
+ * number, if it is one (the number may come from the file). */
+void wl__os_wake_close(wl_manager_t *m, uint64_t wake, wl_wait_t on);
+/* Wakes the agent whose wake-up has that number: what its thread waits on
+ * is signalled. `slot` (the agent's record) keeps a recently woken
  * agent's wake-up open. Under the mutex. */
 void wl__os_wake(wl_manager_t *m, wl_off_t slot, uint64_t wake);
 /* Closes what wl__os_wake keeps open. */

@@ -87,10 +87,6 @@ void tshm_path(char *buf, size_t len, const char *what);
 /* Removes the manager's file at path and whatever is beside it (agents'
  * FIFOs that a test's killed or corrupt processes could not remove). */
 void tshm_remove(const char *path);
-/* Goes on as pid 1 of a new pid namespace: the calling process forks the
- * process that returns, writes its pid (as seen from outside) to fd, and
- * exits when it does. */
-void tpidns_enter(int fd);
 wl_manager_t *tscope_open(const char *path, uint64_t size);
 void tignore_notify(wl_agent_t *agent);
 void tkill_at(const char *point);
@@ -98,6 +94,12 @@ void tkill_at(const char *point);
  * other processes do: for an agent whose grants may come from this
  * process's own sweeper thread. */
 void tfifo_notify(wl_agent_t *agent);
+
+#ifndef _WIN32
+/* Goes on as pid 1 of a new pid namespace: the calling process forks the
+ * process that returns, writes its pid (as seen from outside) to fd, and
+ * exits when it does. */
+void tpidns_enter(int fd);
 
 /* A child process that joins a machine-wide manager when told. It is forked
  * before the test's process starts threads (TSan cannot follow a child that
@@ -134,14 +136,36 @@ int tchild_reap(tchild_t *c);
 /* Reaps it, which must have been killed by SIGKILL if `killed`, else
  * exited with 0. */
 void tchild_reaped(tchild_t *c, int killed);
+#endif
 
 /* Has the kernel answer ENOSYS to system call nr from now on, in this
  * process (a seccomp filter): a kernel without it. x86-64 and arm64 only. */
-#if defined(__x86_64__) || defined(__aarch64__)
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
 #define TDENY 1
 void tdeny(long nr);
 #else
 #define TDENY 0
+#endif
+
+#ifdef _WIN32
+/* Child processes on Windows, which has no fork (harness-win.c): the
+ * test's own program run again as `<program> child <args>`, whose main
+ * hands argv to its own code. Handles are void * here, so that test.h
+ * needs no <windows.h>. */
+/* Starts it: its process handle. Its output goes where this process's
+ * does. */
+void *twin_spawn(const char *args);
+/* A manual-reset event of a name drawn at random (in name, 64 bytes), for
+ * a child to open by name (twin_event_open) and set. */
+void *twin_event(char *name);
+void *twin_event_open(const char *name);
+void twin_set(void *event);
+/* Whether h (an event, a process) is signalled within ms milliseconds. */
+int twin_wait(void *h, unsigned ms);
+/* Ends a child with TerminateProcess, as Node's child.kill() does, and
+ * waits for it; or waits for it to exit by itself: its exit code. */
+void twin_kill(void *process);
+unsigned long twin_exit(void *process);
 #endif
 
 /* CLOCK_MONOTONIC, in nanoseconds. */
@@ -155,8 +179,10 @@ uint64_t tawait_grants(wl_agent_t *agent, wl_request_t *const *r, size_t n);
 /* The CPU time, in clock ticks, that the threads of process pid (0: this
  * one) named `comm` have used, and how often they have slept (voluntary
  * context switches); -1 if it has none. */
+#ifndef _WIN32
 long tthread_ticks(pid_t pid, const char *comm);
 long tthread_sleeps(pid_t pid, const char *comm);
+#endif
 
 /* Checks every list and counter of m against its records (check.c): 0, or
  * WL_ECORRUPT after saying what is wrong. */

@@ -12,8 +12,8 @@ describe('a build without the machine-wide manager', function () {
     const { openLockManager } = api();
     let p;
     assert.doesNotThrow(() => { p = openLockManager('scope'); });
-    // On Linux and macOS, only WEB_LOCKS_NO_MACHINE makes such a build: the error says so.
-    const why = ['linux', 'darwin'].includes(process.platform) ? /built with WEB_LOCKS_NO_MACHINE set/ : /it needs Linux or macOS/;
+    // On Linux, macOS and Windows, only WEB_LOCKS_NO_MACHINE makes such a build: the error says so.
+    const why = ['linux', 'darwin', 'win32'].includes(process.platform) ? /built with WEB_LOCKS_NO_MACHINE set/ : /it needs Linux, macOS or Windows/;
     await assert.rejects(p, (err) => err instanceof DOMException && err.name === 'NotSupportedError' && why.test(err.message));
   });
 

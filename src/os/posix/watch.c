@@ -242,8 +242,7 @@ int wl__os_watch_start(wl_manager_t *m, wl__owner_t *self,
     return WL_ENOMEM;
   w->m = m;
   w->self = self;
-  if ((w->bell = wl__os_wake_open(m, &self->wake, &w->wake)) < 0) {
-    rc = w->bell;
+  if ((rc = wl__os_wake_open(m, &self->wake, &w->wake, &w->bell)) != 0) {
     free(w);
     return rc;
   }

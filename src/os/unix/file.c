@@ -274,6 +274,16 @@ int wl__os_file_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino) {
   return 0;
 }
 
+int wl__os_path_identity(const char *path, uint64_t *dev, uint64_t *ino) {
+  struct stat st;
+
+  if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
+    return -1;
+  *dev = (uint64_t)st.st_dev;
+  *ino = (uint64_t)st.st_ino;
+  return 0;
+}
+
 void wl__os_file_close(wl_manager_t *m) {
   if (m->probe_fd >= 0)
     close(m->probe_fd);

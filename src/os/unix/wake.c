@@ -89,7 +89,8 @@ static int wl__fifo_own(const wl_manager_t *m, int fd) {
 
 /* Under the mutex. The number is in the record before the FIFO exists, so
  * that a sweep after this process dies at any point here removes it. */
-int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake) {
+int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake,
+                     wl_wait_t *on) {
   char path[WL__FIFO_PATH_MAX];
   int fd, rc = -EEXIST, tries;
 
@@ -116,7 +117,8 @@ int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake) {
     unlink(path);
     return rc;
   }
-  return fd;
+  *on = fd;
+  return 0;
 }
 
 /* Only a FIFO is removed: the number may come from the file (a dead
@@ -126,7 +128,7 @@ int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake) {
  * reads: a killed process's lock on the file is released (and its agents
  * swept) before its FIFOs are closed. In a sticky directory no other user
  * can put another file at the name in between. */
-void wl__os_wake_close(wl_manager_t *m, uint64_t wake, int fd) {
+void wl__os_wake_close(wl_manager_t *m, uint64_t wake, wl_wait_t fd) {
   char path[WL__FIFO_PATH_MAX];
   struct stat st;
 
@@ -275,7 +277,9 @@ void wl__os_wakers_close(wl_manager_t *m) {
   }
 }
 
-int wl_agent_wake_fd(const wl_agent_t *agent) { return agent->wake_fd; }
+wl_wait_t wl_agent_wake_fd(const wl_agent_t *agent) {
+  return agent->wake_fd;
+}
 
 void wl_agent_woken(const wl_agent_t *agent) {
   char buf[64];

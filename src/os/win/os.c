@@ -13,7 +13,7 @@ int wl__os_mutex_init(wl__os_mutex_t *mu) {
 }
 
 /* An SRWLOCK holds nothing to free. */
-void wl__os_mutex_destroy(wl__os_mutex_t *mu) {}
+void wl__os_mutex_destroy(wl__os_mutex_t *mu) { (void)mu; }
 
 int wl__os_mutex_lock(wl__os_mutex_t *mu) {
   AcquireSRWLockExclusive((SRWLOCK *)mu);
@@ -25,6 +25,8 @@ void wl__os_mutex_unlock(wl__os_mutex_t *mu) {
 }
 
 static BOOL CALLBACK wl__os_once_cb(INIT_ONCE *once, void *fn, void **ctx) {
+  (void)once;
+  (void)ctx;
   ((void (*)(void))fn)();
   return TRUE;
 }

@@ -1,0 +1,73 @@
+/* The Windows family of the machine-wide manager (os/machine.h): what its
+ * files (file.c, mutex.c, life.c, wake.c, watch.c) share. Included by them
+ * only.
+ *
+ * The design, and what it assumes:
+ *   1. The file: made under a temporary name drawn at random, then renamed
+ *      to its path by a rename that never replaces (MoveFileExW without
+ *      MOVEFILE_REPLACE_EXISTING); opened with every sharing mode, mapped
+ *      whole. Windows has no permission bits: the file's directory is
+ *      assumed to be the user's own (%LOCALAPPDATA%, whose ACL admits only
+ *      that user, SYSTEM and administrators), so that no other user can
+ *      read, write, make or rename files in it. `mode` is kept, not
+ *      applied. The file is not sparse: extending it has the file system
+ *      allocate all of it, so a full disk fails its creation, never a
+ *      store into it (wl__os_file_reserve has nothing left to do).
+ *   2. The mutex: a named mutex (Global\, so that processes of every
+ *      session of the user meet) named by a number drawn with the file and
+ *      kept in it (wl__os_file_mutex_t.name): only who can read the file
+ *      can name it, so no one else can take its name first. Windows gives
+ *      a mutex whose holder thread ended up to its next taker with
+ *      WAIT_ABANDONED; a holder word, as in the POSIX family, covers the
+ *      named mutex that went away with its last handle (its holder was the
+ *      last process with it open, and died): the next process makes a new
+ *      one and finds the word set. A `broken` word marks it unusable for
+ *      good, as LMDB does.
+ *   3. Proof of life: the owner's process identity in its record (pid and
+ *      creation time, which together never name two processes). Another
+ *      process tests it by opening that pid (OpenProcess), comparing the
+ *      creation time, and asking whether it has ended (its handle is
+ *      signalled). No such process, or another one at that pid, or an
+ *      ended one: dead. A process that cannot be opened (another user's,
+ *      access denied): alive, in doubt. Nothing read from the record is
+ *      trusted beyond naming a process to ask the system about.
+ *   4. Wake-ups: a named auto-reset event per agent (and per owner's
+ *      watcher, its bell), named by a number drawn at random (Global\,
+ *      web-locks-wake-<16 hex digits>). The system removes a named event
+ *      with its last handle: a dead agent leaves nothing to reap.
+ *   5. The death watch: a watcher thread per manager waits on its bell and
+ *      on the process handle of the owner it watches (checked against the
+ *      owner's creation time), and asks its sweeper thread to sweep when
+ *      that process ends (os/win/watch.c). */
+#ifndef WL_OS_WIN_MACHINE_H
+#define WL_OS_WIN_MACHINE_H
+
+#define WIN32_LEAN_AND_MEAN
+#include <errno.h>
+#include <windows.h>
+
+#include "../machine.h"
+
+/* The named objects' names: Global\web-locks-<kind>-<16 hex digits>. */
+#define WL__WIN_NAME_MAX 64
+
+/* This process's state of a manager's file (m->local), one per handle. */
+typedef struct wl__os_local_s {
+  HANDLE mutex; /* the named mutex, once the file is probed */
+  DWORD pid;    /* this process's id */
+  int dead;     /* the mutex's last holder died: repairing */
+  DWORD volume; /* the serial number of the file's volume, once probed */
+} wl__os_local_t;
+
+/* name = Global\web-locks-<kind>-<number in hex>. */
+void wl__win_name(wchar_t *name, const char *kind, uint64_t number);
+/* A negative errno for a Windows error code. */
+int wl__win_errno(DWORD error);
+/* Process pid's creation time (a FILETIME) through an open handle h of it:
+ * 0, or -1. */
+int wl__win_created(HANDLE h, uint64_t *created);
+/* The owner record at offset off, within the mapping, or NULL: an offset
+ * from the file is checked before it is used. */
+wl__owner_t *wl__win_owner(const wl_manager_t *m, wl_off_t off);
+
+#endif

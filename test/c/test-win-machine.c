@@ -1,0 +1,562 @@
+/* The machine-wide manager on Windows (os/win/), with processes: the file
+ * shared and found again, wake-ups between processes, the death watch (a
+ * holder ended by TerminateProcess, as Node's child.kill() ends one), the
+ * named mutex abandoned by a process killed holding it (with other
+ * processes holding the mutex open, and with none: the mutex went away
+ * with it), the mutex left unusable for good, proof of life against pids
+ * and creation times that name no live process, and the repair after a
+ * crash at every named point of the algorithms. Child processes are this
+ * program run again (twin_spawn): `child <mode> <path> <arguments>`. */
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "test.h"
+
+#define SIZE (1 << 20)
+
+static char path[MAX_PATH];
+
+/* ---- The children ------------------------------------------------------ */
+
+/* Holds x, says so, and waits to be ended. */
+static void child_hold(const char *p, const char *held) {
+  wl_manager_t *m = tscope_open(p, SIZE);
+  wl_agent_t a;
+  wl_request_t x;
+
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("holder"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  twin_set(twin_event_open(held));
+  Sleep(INFINITE);
+}
+
+/* Waits for x, which another process holds, until its wake-up says it is
+ * granted. */
+static void child_wait(const char *p, const char *queued,
+                       const char *granted) {
+  wl_manager_t *m = tscope_open(p, SIZE);
+  wl_agent_t a;
+  wl_request_t x;
+
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tignore_notify));
+  ASSERT_EQ(0, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  twin_set(twin_event_open(queued));
+  tawait_grant(&a, &x);
+  twin_set(twin_event_open(granted));
+  ASSERT_EQ(1, wl_release(&x));
+  wl_agent_close(&a);
+  wl_scope_close(m);
+  exit(0);
+}
+
+/* Opens the manager, then dies at `point` in its next operation. */
+static void child_die(const char *p, const char *point) {
+  wl_manager_t *m = tscope_open(p, SIZE);
+  wl_agent_t a;
+
+  tkill_at(point);
+  wl_agent_init(m, &a, ID("dies"), tignore_notify);
+  exit(1);
+}
+
+/* Passes every named point of the algorithms (its joining included, which
+ * mends the ring), when told to start. */
+static void child_work(const char *p, const char *point, const char *go) {
+  wl_manager_t *m;
+  wl_agent_t c;
+  wl_request_t q, z, s, u;
+
+  ASSERT(twin_wait(twin_event_open(go), 60000));
+  tkill_at(point);
+  m = tscope_open(p, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &c, ID("child"), tignore_notify));
+  ASSERT_EQ(0, wl_request(&c, &q, NAME("x"), WL_SHARED, 0));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&c, &z, NAME("z"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(1, wl_abort(&q));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE,
+            wl_request(&c, &s, NAME("x"), WL_EXCLUSIVE, WL_STEAL));
+  ASSERT_EQ(0, wl_request(&c, &u, NAME("y"), WL_EXCLUSIVE, WL_IF_AVAILABLE));
+  ASSERT_EQ(1, wl_release(&z));
+  ASSERT_EQ(1, wl_release(&s));
+  wl_agent_close(&c);
+  exit(0);
+}
+
+/* Adds 1 to the number in the file count, under x, `times` times: a read
+ * and a write that another process between them would lose. */
+static void child_count(const char *p, const char *count, int times) {
+  wl_manager_t *m = tscope_open(p, SIZE);
+  wl_agent_t a;
+  wl_request_t x;
+  uint32_t n;
+  DWORD done;
+  HANDLE f;
+  int i, rc;
+
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("counter"), tfifo_notify));
+  f = CreateFileA(count, GENERIC_READ | GENERIC_WRITE,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, OPEN_EXISTING,
+                  FILE_ATTRIBUTE_NORMAL, NULL);
+  ASSERT(f != INVALID_HANDLE_VALUE);
+  for (i = 0; i < times; i++) {
+    rc = wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0);
+    ASSERT(rc == 0 || rc == WL_GRANTED_AT_ONCE);
+    tawait_grant(&a, &x);
+    ASSERT_EQ(0, SetFilePointer(f, 0, NULL, FILE_BEGIN));
+    ASSERT(ReadFile(f, &n, sizeof(n), &done, NULL) && done == sizeof(n));
+    n++;
+    ASSERT_EQ(0, SetFilePointer(f, 0, NULL, FILE_BEGIN));
+    ASSERT(WriteFile(f, &n, sizeof(n), &done, NULL) && done == sizeof(n));
+    ASSERT_EQ(1, wl_release(&x));
+  }
+  CloseHandle(f);
+  wl_agent_close(&a);
+  wl_scope_close(m);
+  exit(0);
+}
+
+static int child(int argc, char **argv) {
+  if (argc == 5 && strcmp(argv[2], "hold") == 0)
+    child_hold(argv[3], argv[4]);
+  else if (argc == 6 && strcmp(argv[2], "wait") == 0)
+    child_wait(argv[3], argv[4], argv[5]);
+  else if (argc == 5 && strcmp(argv[2], "die") == 0)
+    child_die(argv[3], argv[4]);
+  else if (argc == 6 && strcmp(argv[2], "work") == 0)
+    child_work(argv[3], argv[4], argv[5]);
+  else if (argc == 6 && strcmp(argv[2], "count") == 0)
+    child_count(argv[3], argv[4], atoi(argv[5]));
+  fprintf(stderr, "a child with arguments it does not know\n");
+  return 2;
+}
+
+static void *spawn(const char *mode, const char *a, const char *b) {
+  char args[1024];
+
+  snprintf(args, sizeof(args), "%s \"%s\" %s %s", mode, path, a,
+           b == NULL ? "" : b);
+  return twin_spawn(args);
+}
+
+/* The words of the file's mutex, read from the file itself. */
+static wl__os_file_mutex_t file_mutex(void) {
+  wl__os_file_mutex_t mu;
+  FILE *f = fopen(path, "rb");
+
+  ASSERT(f != NULL);
+  ASSERT_EQ(0, fseek(f, 40, SEEK_SET));
+  ASSERT_EQ(1, fread(&mu, sizeof(mu), 1, f));
+  fclose(f);
+  return mu;
+}
+
+/* No state of a dead process's is left: nothing held, nothing waiting. */
+static void expect_empty(wl_manager_t *m) {
+  wl_snapshot_t snap;
+
+  ASSERT_EQ(0, wl_sweep(m));
+  ASSERT_EQ(0, wl__check(m));
+  ASSERT_EQ(0, wl_snapshot(m, &snap));
+  ASSERT_EQ(0, snap.nheld + snap.npending);
+  wl_snapshot_free(&snap);
+}
+
+/* ---- The cases ----------------------------------------------------------- */
+
+/* Two handles of one process are of one file, under its path alone: the
+ * temporary name it was made under is gone. */
+static void test_one_file(void) {
+  wl_manager_t *m1, *m2;
+  uint64_t dev1, ino1, dev2, ino2;
+  char pattern[MAX_PATH + 8];
+  WIN32_FIND_DATAA fd;
+  HANDLE find;
+
+  tshm_path(path, sizeof(path), "file");
+  m1 = tscope_open(path, SIZE);
+  m2 = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_scope_identity(m1, &dev1, &ino1));
+  ASSERT_EQ(0, wl_scope_identity(m2, &dev2, &ino2));
+  ASSERT(dev1 == dev2 && ino1 == ino2);
+  /* "<name>.*" matches <name> too. */
+  snprintf(pattern, sizeof(pattern), "%s.*", path);
+  find = FindFirstFileA(pattern, &fd);
+  ASSERT(find != INVALID_HANDLE_VALUE);
+  do
+    ASSERT_EQ(0, strcmp(fd.cFileName, strrchr(path, '\\') + 1));
+  while (FindNextFileA(find, &fd));
+  FindClose(find);
+  wl_scope_close(m2);
+  wl_scope_close(m1);
+  tshm_remove(path);
+}
+
+/* A file made for the path is put in place by a rename that never
+ * replaces one another process put there first: -EEXIST, that file left
+ * as it was, and the made one removed with its temporary name. */
+static void test_publish_never_replaces(void) {
+  wl_manager_t *m = calloc(1, sizeof(*m));
+  char err[256], tmp[sizeof(m->tmp)];
+  WIN32_FILE_ATTRIBUTE_DATA fa;
+  DWORD n;
+  HANDLE h;
+
+  ASSERT(m != NULL);
+  tshm_path(path, sizeof(path), "publish");
+  ASSERT_EQ(0, wl__os_file_create(m, path, SIZE, 0600, err, sizeof(err)));
+  ASSERT(m->tmp[0] != '\0');
+  strcpy(tmp, m->tmp);
+  h = CreateFileA(path, GENERIC_WRITE, 0, NULL, CREATE_NEW,
+                  FILE_ATTRIBUTE_NORMAL, NULL);
+  ASSERT(h != INVALID_HANDLE_VALUE);
+  ASSERT(WriteFile(h, "other", 5, &n, NULL) && n == 5);
+  CloseHandle(h);
+  ASSERT_EQ(-EEXIST, wl__os_file_publish(m, path, err, sizeof(err)));
+  wl__os_file_drop(m);
+  ASSERT(GetFileAttributesA(tmp) == INVALID_FILE_ATTRIBUTES);
+  ASSERT(GetFileAttributesExA(path, GetFileExInfoStandard, &fa));
+  ASSERT_EQ(5, fa.nFileSizeLow);
+  free(m);
+  tshm_remove(path);
+}
+
+/* Win32 drops a name's trailing dots ("web-locks.." would be "web-locks"):
+ * the file of scope ".." is its own. */
+static void test_trailing_dots(void) {
+  char dots[MAX_PATH + 2];
+  wchar_t wdots[MAX_PATH + 8];
+  wl_manager_t *m1, *m2;
+  uint64_t dev1, ino1, dev2, ino2;
+
+  tshm_path(path, sizeof(path), "dots");
+  snprintf(dots, sizeof(dots), "%s..", path);
+  m1 = tscope_open(path, SIZE);
+  m2 = tscope_open(dots, SIZE);
+  ASSERT_EQ(0, wl_scope_identity(m1, &dev1, &ino1));
+  ASSERT_EQ(0, wl_scope_identity(m2, &dev2, &ino2));
+  ASSERT(ino1 != ino2);
+  ASSERT_EQ(0, wl_scope_path_identity(dots, &dev1, &ino1));
+  ASSERT(dev1 == dev2 && ino1 == ino2);
+  wl_scope_close(m2);
+  wl_scope_close(m1);
+  /* Under its own name, which only a path that Win32 leaves alone names. */
+  swprintf(wdots, MAX_PATH + 8, L"\\\\?\\%hs", dots);
+  ASSERT(DeleteFileW(wdots));
+  tshm_remove(path);
+}
+
+/* A release in this process wakes an agent of another through its event. */
+static void test_wake_across_processes(void) {
+  char queued_name[64], granted_name[64];
+  void *queued = twin_event(queued_name), *granted = twin_event(granted_name);
+  wl_manager_t *m;
+  wl_agent_t a;
+  wl_request_t x;
+  void *c;
+
+  tshm_path(path, sizeof(path), "wake");
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("parent"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  c = spawn("wait", queued_name, granted_name);
+  ASSERT(twin_wait(queued, 30000));
+  ASSERT(!twin_wait(granted, 0));
+  ASSERT_EQ(1, wl_release(&x));
+  ASSERT(twin_wait(granted, 10000));
+  ASSERT_EQ(0, twin_exit(c));
+  expect_empty(m);
+  wl_agent_close(&a);
+  wl_scope_close(m);
+  CloseHandle(queued);
+  CloseHandle(granted);
+  tshm_remove(path);
+}
+
+/* Processes that take turns on x, each adding to a number in a file
+ * under it, lose no addition: the mutex, the queue and the wake-ups keep
+ * them apart. */
+static void test_exclusive_across_processes(void) {
+  enum { CHILDREN = 3, TIMES = 200 };
+  char count[MAX_PATH + 8], times[16];
+  void *c[CHILDREN];
+  uint32_t n = 0;
+  DWORD done;
+  HANDLE f;
+  wl_manager_t *m;
+  int i;
+
+  tshm_path(path, sizeof(path), "exclusive");
+  snprintf(count, sizeof(count), "%s.count", path);
+  snprintf(times, sizeof(times), "%d", TIMES);
+  f = CreateFileA(count, GENERIC_READ | GENERIC_WRITE,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, CREATE_ALWAYS,
+                  FILE_ATTRIBUTE_NORMAL, NULL);
+  ASSERT(f != INVALID_HANDLE_VALUE);
+  ASSERT(WriteFile(f, &n, sizeof(n), &done, NULL) && done == sizeof(n));
+  m = tscope_open(path, SIZE);
+  for (i = 0; i < CHILDREN; i++)
+    c[i] = spawn("count", count, times);
+  for (i = 0; i < CHILDREN; i++)
+    ASSERT_EQ(0, twin_exit(c[i]));
+  ASSERT_EQ(0, SetFilePointer(f, 0, NULL, FILE_BEGIN));
+  ASSERT(ReadFile(f, &n, sizeof(n), &done, NULL) && done == sizeof(n));
+  ASSERT_EQ(CHILDREN * TIMES, n);
+  CloseHandle(f);
+  expect_empty(m);
+  wl_scope_close(m);
+  tshm_remove(path);
+}
+
+/* A holder ended by TerminateProcess: this process's watcher sees its
+ * process handle signalled, and its sweeper grants x here, without anyone
+ * calling wl_sweep. */
+static void test_killed_holder(void) {
+  char held_name[64];
+  void *held = twin_event(held_name), *c;
+  wl_manager_t *m;
+  wl_agent_t a;
+  wl_request_t x;
+  unsigned events;
+  uint64_t killed, granted;
+
+  tshm_path(path, sizeof(path), "death");
+  c = spawn("hold", held_name, NULL);
+  ASSERT(twin_wait(held, 30000));
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tfifo_notify));
+  ASSERT_EQ(0, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT(wl_agent_next(&a, &events) == NULL);
+  killed = tnow_ns();
+  twin_kill(c);
+  granted = tawait_grant(&a, &x);
+  ASSERT_EQ(137, twin_exit(c));
+  printf("  granted %.2f ms after the kill\n", (double)(granted - killed) / 1e6);
+  ASSERT_EQ(0, wl__check(m));
+  ASSERT_EQ(1, wl_release(&x));
+  wl_agent_close(&a);
+  expect_empty(m);
+  wl_scope_close(m);
+  CloseHandle(held);
+  tshm_remove(path);
+}
+
+/* A process killed holding the mutex, while this one has it open: the
+ * named mutex is abandoned (WAIT_ABANDONED), before its holder word is set
+ * as after. */
+static void abandoned_at(const char *point) {
+  wl_manager_t *m;
+  void *c;
+
+  tshm_path(path, sizeof(path), "abandoned");
+  m = tscope_open(path, SIZE);
+  /* Its sweep would take the abandoned mutex first. */
+  wl__os_watch_stop_sweeper(m);
+  c = spawn("die", point, NULL);
+  ASSERT_EQ(137, twin_exit(c));
+  ASSERT_EQ(WL__EOWNERDEAD, wl__os_file_mutex_lock(m));
+  wl__os_file_mutex_consistent(m);
+  wl__os_file_mutex_unlock(m);
+  expect_empty(m);
+  wl_scope_close(m);
+  tshm_remove(path);
+}
+
+static void test_mutex_abandoned(void) {
+  abandoned_at("mutex-locked");
+  abandoned_at("mutex-held");
+}
+
+/* A process killed holding the mutex when no other process had the file
+ * open: the named mutex went with it, and the next opener makes a new one,
+ * which says nothing; the holder word says it died. */
+static void test_mutex_gone_with_its_holder(void) {
+  wl_manager_t *m;
+  void *c;
+
+  tshm_path(path, sizeof(path), "gone");
+  c = spawn("die", "mutex-held", NULL);
+  ASSERT_EQ(137, twin_exit(c));
+  ASSERT(file_mutex().holder != 0);
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, file_mutex().holder);
+  ASSERT_EQ(0, file_mutex().broken);
+  expect_empty(m);
+  wl_scope_close(m);
+  tshm_remove(path);
+}
+
+/* A taker that found its holder dead and gives the mutex back without
+ * marking it consistent leaves it unusable for good. */
+static void test_mutex_broken(void) {
+  wl_manager_t *m;
+
+  tshm_path(path, sizeof(path), "broken");
+  m = tscope_open(path, SIZE);
+  /* As a holder that died with the named mutex's last handle leaves it. */
+  __atomic_store_n(&m->file_mutex->holder, 1, __ATOMIC_SEQ_CST);
+  ASSERT_EQ(WL__EOWNERDEAD, wl__os_file_mutex_lock(m));
+  wl__os_file_mutex_unlock(m);
+  ASSERT_EQ(1, file_mutex().broken);
+  ASSERT_EQ(0, file_mutex().holder);
+  ASSERT_EQ(WL_ECORRUPT, wl__os_file_mutex_lock(m));
+  ASSERT_EQ(WL_ECORRUPT, wl_sweep(m));
+  wl_scope_close(m);
+  tshm_remove(path);
+}
+
+/* Proof of life is the identity of a live process: a pid and creation time
+ * that name none (no pid, an ended process, a pid with another creation
+ * time) are dead; this process's own is alive. */
+static void test_life(void) {
+  char held_name[64];
+  void *held = twin_event(held_name), *c;
+  wl_manager_t *m;
+  wl__owner_t *o;
+  uint32_t pid, child_pid;
+  uint64_t created;
+
+  tshm_path(path, sizeof(path), "life");
+  c = spawn("hold", held_name, NULL);
+  ASSERT(twin_wait(held, 30000));
+  child_pid = GetProcessId(c);
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl__lock(m));
+  o = WL__REC(m, m->self, wl__owner_t);
+  pid = o->pid;
+  created = o->created;
+  ASSERT_EQ(GetCurrentProcessId(), pid);
+  ASSERT_EQ(1, wl__os_life_held(m, m->self));
+  o->created = created + 1;
+  ASSERT_EQ(0, wl__os_life_held(m, m->self));
+  o->created = created;
+  o->pid = 0;
+  ASSERT_EQ(0, wl__os_life_held(m, m->self));
+  /* A live process, but not with this creation time. */
+  o->pid = child_pid;
+  ASSERT_EQ(0, wl__os_life_held(m, m->self));
+  o->pid = pid;
+  ASSERT_EQ(1, wl__os_life_held(m, m->self));
+  /* An offset out of the region: in doubt, held. */
+  ASSERT_EQ(1, wl__os_life_held(m, m->capacity));
+  wl__unlock(m);
+  twin_kill(c);
+  ASSERT_EQ(137, twin_exit(c));
+  expect_empty(m);
+  wl_scope_close(m);
+  CloseHandle(held);
+  tshm_remove(path);
+}
+
+/* A watcher told, through its record, to watch what is no owner (an
+ * offset past the region; a record whose identity words are another
+ * record's bytes) neither crashes nor stops: once the ring is mended, it
+ * notices a holder's end as before. (Nothing tells when the watcher has
+ * read each target: it may see only the last of them.) */
+static void test_hostile_watch_target(void) {
+  char held_name[64];
+  void *held = twin_event(held_name), *c;
+  wl_manager_t *m;
+  wl__owner_t *self;
+  wl_agent_t a;
+  wl_request_t x;
+
+  tshm_path(path, sizeof(path), "hostile-watch");
+  c = spawn("hold", held_name, NULL);
+  ASSERT(twin_wait(held, 30000));
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tfifo_notify));
+  ASSERT_EQ(0, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl__lock(m));
+  self = WL__REC(m, m->self, wl__owner_t);
+  wl__os_watch_target(m, self, m->capacity);
+  wl__unlock(m);
+  ASSERT_EQ(0, wl__lock(m));
+  /* The region's header: its words read as a pid and a creation time. */
+  wl__os_watch_target(m, self, 8);
+  wl__unlock(m);
+  ASSERT_EQ(0, wl__lock(m));
+  wl__ring(m, 1);
+  wl__unlock(m);
+  twin_kill(c);
+  tawait_grant(&a, &x);
+  ASSERT_EQ(137, twin_exit(c));
+  ASSERT_EQ(1, wl_release(&x));
+  wl_agent_close(&a);
+  expect_empty(m);
+  wl_scope_close(m);
+  CloseHandle(held);
+  tshm_remove(path);
+}
+
+/* A process killed at a named point, holding the mutex, leaves a state
+ * that this one repairs at its next lock. */
+static void crash_at(const char *point) {
+  char go_name[64];
+  void *go = twin_event(go_name), *c;
+  wl_manager_t *m;
+  wl_agent_t p;
+  wl_request_t x, y, w;
+  wl_snapshot_t snap;
+
+  tshm_path(path, sizeof(path), "recover");
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &p, ID("parent"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&p, &y, NAME("y"), WL_SHARED, 0));
+  c = spawn("work", point, go_name);
+  twin_set(go);
+  if (twin_exit(c) != 137) {
+    fprintf(stderr, "the child was not killed at '%s'\n", point);
+    ASSERT(0);
+  }
+  ASSERT(wl_request(&p, &w, NAME("w"), WL_EXCLUSIVE, 0) >= 0);
+  if (wl__check(m) != 0) {
+    fprintf(stderr, "after a crash at '%s'\n", point);
+    ASSERT(0);
+  }
+  ASSERT_EQ(0, wl_snapshot(m, &snap));
+  ASSERT(snap.nheld >= 2);
+  wl_snapshot_free(&snap);
+  wl_release(&x);
+  ASSERT_EQ(1, wl_release(&y));
+  ASSERT_EQ(1, wl_release(&w));
+  ASSERT_EQ(0, wl__check(m));
+  wl_agent_close(&p);
+  expect_empty(m);
+  wl_scope_close(m);
+  CloseHandle(go);
+  tshm_remove(path);
+  printf("  recovered after a crash at '%s'\n", point);
+}
+
+static void test_crash_at_every_point(void) {
+  static const char *points[] = {"alloc",         "free",          "hold",
+                                 "unhold",        "steal",         "end",
+                                 "mail",          "request-alloc", "request-name",
+                                 "request-queued", "request-stole", "ring"};
+  size_t i;
+
+  for (i = 0; i < sizeof(points) / sizeof(points[0]); i++)
+    crash_at(points[i]);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "child") == 0)
+    return child(argc, argv);
+  RUN(test_one_file);
+  RUN(test_publish_never_replaces);
+  RUN(test_trailing_dots);
+  RUN(test_wake_across_processes);
+  RUN(test_exclusive_across_processes);
+  RUN(test_killed_holder);
+  RUN(test_mutex_abandoned);
+  RUN(test_mutex_gone_with_its_holder);
+  RUN(test_mutex_broken);
+  RUN(test_life);
+  RUN(test_hostile_watch_target);
+  RUN(test_crash_at_every_point);
+  return 0;
+}
