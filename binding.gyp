@@ -26,7 +26,7 @@
           "conditions": [
             ["OS == 'win'", {
               "sources": [
-                "src/os/win/file.c", "src/os/win/life.c", "src/os/win/mutex.c",
+                "src/os/win/file.c", "src/os/win/kernel.c", "src/os/win/life.c", "src/os/win/mutex.c",
                 "src/os/win/wake.c", "src/os/win/watch.c", "src/binding/machine-win.c"
               ]
             }, {

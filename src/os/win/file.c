@@ -11,32 +11,6 @@
 #define WL__PAGE 4096
 #define WL__WPATH_MAX (WL__PATH_MAX + 32)
 
-int wl__win_errno(DWORD error) {
-  switch (error) {
-  case ERROR_FILE_NOT_FOUND:
-  case ERROR_PATH_NOT_FOUND:
-    return -ENOENT;
-  case ERROR_FILE_EXISTS:
-  case ERROR_ALREADY_EXISTS:
-    return -EEXIST;
-  case ERROR_ACCESS_DENIED:
-  case ERROR_SHARING_VIOLATION:
-    return -EACCES;
-  case ERROR_DISK_FULL:
-  case ERROR_HANDLE_DISK_FULL:
-    return -ENOSPC;
-  case ERROR_NOT_ENOUGH_MEMORY:
-  case ERROR_OUTOFMEMORY:
-  case ERROR_COMMITMENT_LIMIT:
-    return -ENOMEM;
-  case ERROR_INVALID_NAME:
-  case ERROR_FILENAME_EXCED_RANGE:
-    return -EINVAL;
-  default:
-    return -EIO;
-  }
-}
-
 /* A message for the last Windows error, rc its errno. */
 static int wl__fail(char *err, size_t errlen, const char *what,
                     const char *path) {

@@ -1,6 +1,6 @@
 /* The Windows family of the machine-wide manager (os/machine.h): what its
- * files (file.c, mutex.c, life.c, wake.c, watch.c) share. Included by them
- * only.
+ * files (file.c, mutex.c, life.c, wake.c, watch.c, and kernel.c, what they
+ * share of the system) share. Included by them only.
  *
  * The design, and what it assumes:
  *   1. The file: made under a temporary name drawn at random, then renamed
@@ -59,7 +59,7 @@ typedef struct wl__os_local_s {
   DWORD volume; /* the serial number of the file's volume, once probed */
 } wl__os_local_t;
 
-/* name = Global\web-locks-<kind>-<number in hex>. */
+/* kernel.c: name = Global\web-locks-<kind>-<number in hex>. */
 void wl__win_name(wchar_t *name, const char *kind, uint64_t number);
 /* A negative errno for a Windows error code. */
 int wl__win_errno(DWORD error);

@@ -10,7 +10,6 @@
  * wake-up is one SetEvent instead of an open, a set and a close. One whose
  * agent has gone keeps its event alive, unread, until it is replaced:
  * setting it is harmless, and no other agent has its number. */
-#define _CRT_RAND_S /* rand_s (msvcrt.dll) */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -19,24 +18,6 @@
 /* Names drawn before giving up: each is taken with odds of 2^-64 unless
  * something is wrong with the random numbers. */
 #define WL__EVENT_TRIES 4
-
-void wl__win_name(wchar_t *name, const char *kind, uint64_t number) {
-  swprintf(name, WL__WIN_NAME_MAX, L"Global\\web-locks-%hs-%016llx", kind,
-           (unsigned long long)number);
-}
-
-/* rand_s: the system's random numbers (RtlGenRandom), from the C runtime
- * every Windows has. */
-int wl__os_draw(uint64_t *number) {
-  unsigned int lo, hi;
-
-  do {
-    if (rand_s(&lo) != 0 || rand_s(&hi) != 0)
-      return -EIO;
-    *number = ((uint64_t)hi << 32) | lo;
-  } while (*number == 0);
-  return 0;
-}
 
 /* Under the mutex. The number is in the record before the event exists. */
 int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake,
