@@ -5,15 +5,18 @@
  * processes holding the mutex open, and with none: the mutex went away
  * with it), the mutex left unusable for good, proof of life against pids
  * and creation times that name no live process, and the repair after a
- * crash at every named point of the algorithms. Child processes are this
+ * crash at every named point of the algorithms, and who may open the named
+ * objects. Child processes are this
  * program run again (twin_spawn): `child <mode> <path> <arguments>`. */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
+#include <aclapi.h>
 #include <errno.h>
 #include <stdlib.h>
 
 #include "test.h"
+#include "../../src/os/win/machine.h"
 
 #define SIZE (1 << 20)
 
@@ -164,7 +167,74 @@ static void expect_empty(wl_manager_t *m) {
   wl_snapshot_free(&snap);
 }
 
+/* This process's user's SID (a buffer that holds it). */
+static PSID token_user(char *buf, DWORD len) {
+  HANDLE token;
+  DWORD n;
+
+  ASSERT(OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token));
+  ASSERT(GetTokenInformation(token, TokenUser, buf, len, &n));
+  CloseHandle(token);
+  return ((TOKEN_USER *)buf)->User.Sid;
+}
+
+/* A named object of the family's is owned by this user and grants this
+ * user and SYSTEM every access (GENERIC_ALL, or what the system mapped it
+ * to), and no one else any. */
+static void expect_private(HANDLE h) {
+  char user_buf[256], system_buf[SECURITY_MAX_SID_SIZE];
+  DWORD n = sizeof(system_buf);
+  PSID user = token_user(user_buf, sizeof(user_buf)), owner = NULL;
+  PSECURITY_DESCRIPTOR sd = NULL;
+  int seen_user = 0, seen_system = 0;
+  PACL dacl = NULL;
+  DWORD i;
+
+  ASSERT(CreateWellKnownSid(WinLocalSystemSid, NULL, system_buf, &n));
+  ASSERT_EQ(ERROR_SUCCESS,
+            GetSecurityInfo(h, SE_KERNEL_OBJECT,
+                            OWNER_SECURITY_INFORMATION |
+                                DACL_SECURITY_INFORMATION,
+                            &owner, NULL, &dacl, NULL, &sd));
+  ASSERT(owner != NULL && EqualSid(owner, user));
+  /* A NULL DACL would grant everyone everything. */
+  ASSERT(dacl != NULL);
+  ASSERT_EQ(2, dacl->AceCount);
+  for (i = 0; i < dacl->AceCount; i++) {
+    ACCESS_ALLOWED_ACE *ace;
+    ASSERT(GetAce(dacl, i, (void **)&ace));
+    ASSERT_EQ(ACCESS_ALLOWED_ACE_TYPE, ace->Header.AceType);
+    ASSERT(ace->Mask == GENERIC_ALL ||
+           (ace->Mask & STANDARD_RIGHTS_ALL) == STANDARD_RIGHTS_ALL);
+    if (EqualSid((PSID)&ace->SidStart, user))
+      seen_user = 1;
+    else if (EqualSid((PSID)&ace->SidStart, system_buf))
+      seen_system = 1;
+  }
+  ASSERT(seen_user && seen_system);
+  LocalFree(sd);
+}
+
 /* ---- The cases ----------------------------------------------------------- */
+
+/* The mutex and an agent's wake event are made with a DACL of their own
+ * (this user and SYSTEM), not the token's default: an elevated process's
+ * default DACL shuts the same user's other processes out, which would then
+ * never be woken. (Wine has no elevation: what it shows is that the DACL
+ * is the one given.) */
+static void test_named_objects_private(void) {
+  wl_manager_t *m;
+  wl_agent_t a;
+
+  tshm_path(path, sizeof(path), "dacl");
+  m = tscope_open(path, SIZE);
+  expect_private(m->local->mutex);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("agent"), tignore_notify));
+  expect_private(wl_agent_wake_fd(&a));
+  wl_agent_close(&a);
+  wl_scope_close(m);
+  tshm_remove(path);
+}
 
 /* Two handles of one process are of one file, under its path alone: the
  * temporary name it was made under is gone. */
@@ -558,5 +628,6 @@ int main(int argc, char **argv) {
   RUN(test_life);
   RUN(test_hostile_watch_target);
   RUN(test_crash_at_every_point);
+  RUN(test_named_objects_private);
   return 0;
 }

@@ -273,6 +273,7 @@ int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
                       size_t errlen) {
   wchar_t wpath[WL__WPATH_MAX], name[WL__WIN_NAME_MAX];
   BY_HANDLE_FILE_INFORMATION a, b;
+  SECURITY_ATTRIBUTES *sa;
   uint64_t number;
   HANDLE h;
   int same;
@@ -302,7 +303,8 @@ int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
   number = __atomic_load_n(&m->file_mutex->name, __ATOMIC_RELAXED);
   WL__HIDE(number);
   wl__win_name(name, "mutex", number);
-  m->local->mutex = CreateMutexW(NULL, FALSE, name);
+  sa = wl__win_objects();
+  m->local->mutex = sa == NULL ? NULL : CreateMutexW(sa, FALSE, name);
   if (m->local->mutex == NULL)
     return wl__fail(err, errlen, "open the mutex of", path);
   return 0;

@@ -38,7 +38,15 @@
  *   5. The death watch: a watcher thread per manager waits on its bell and
  *      on the process handle of the owner it watches (checked against the
  *      owner's creation time), and asks its sweeper thread to sweep when
- *      that process ends (os/win/watch.c). */
+ *      that process ends (os/win/watch.c).
+ *   6. Who may open the named objects: each is made with a DACL that gives
+ *      this process's user and SYSTEM full access, and no one else any,
+ *      whatever the token's default DACL (an elevated process's admits
+ *      Administrators and SYSTEM but not the user, whose processes that are
+ *      not elevated could then open neither the mutex nor a wake event:
+ *      their wake-ups would be lost and their waits endless), and with the
+ *      user as their owner (os/win/kernel.c). Built once per process from
+ *      its token. */
 #ifndef WL_OS_WIN_MACHINE_H
 #define WL_OS_WIN_MACHINE_H
 
@@ -61,6 +69,11 @@ typedef struct wl__os_local_s {
 
 /* kernel.c: name = Global\web-locks-<kind>-<number in hex>. */
 void wl__win_name(wchar_t *name, const char *kind, uint64_t number);
+/* kernel.c: the security attributes of the named objects (owned by this
+ * process's user, open to that user and SYSTEM alone): NULL if this
+ * process's user cannot be learnt (GetLastError says why). Made once per
+ * process. */
+SECURITY_ATTRIBUTES *wl__win_objects(void);
 /* A negative errno for a Windows error code. */
 int wl__win_errno(DWORD error);
 /* Process pid's creation time (a FILETIME) through an open handle h of it:

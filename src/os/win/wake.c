@@ -23,16 +23,19 @@
 int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake,
                      wl_wait_t *on) {
   wchar_t name[WL__WIN_NAME_MAX];
+  SECURITY_ATTRIBUTES *sa = wl__win_objects();
   HANDLE h = NULL;
   int rc = -EEXIST, tries;
 
   (void)m;
+  if (sa == NULL)
+    rc = wl__win_errno(GetLastError());
   for (tries = 0; tries < WL__EVENT_TRIES && rc == -EEXIST; tries++) {
     if ((rc = wl__os_draw(wake)) != 0)
       break;
     __atomic_store_n(stored, *wake, __ATOMIC_RELAXED);
     wl__win_name(name, "wake", *wake);
-    h = CreateEventW(NULL, FALSE, FALSE, name);
+    h = CreateEventW(sa, FALSE, FALSE, name);
     if (h == NULL) {
       rc = wl__win_errno(GetLastError());
     } else if (GetLastError() == ERROR_ALREADY_EXISTS) {
