@@ -5,14 +5,15 @@
  * processes holding the mutex open, and with none: the mutex went away
  * with it), the mutex left unusable for good, proof of life against pids
  * and creation times that name no live process, and the repair after a
- * crash at every named point of the algorithms, and who may open the named
- * objects. Child processes are this
+ * crash at every named point of the algorithms, who may open the named
+ * objects, and a mutex's name that another user's process took. Child processes are this
  * program run again (twin_spawn): `child <mode> <path> <arguments>`. */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
 #include <aclapi.h>
 #include <errno.h>
+#include <sddl.h>
 #include <stdlib.h>
 
 #include "test.h"
@@ -613,6 +614,98 @@ static void test_crash_at_every_point(void) {
     crash_at(points[i]);
 }
 
+/* The number of the scope's mutex's name, as any process can read it in
+ * \BaseNamedObjects while the scope is open. */
+static uint64_t mutex_number(void) {
+  wl_manager_t *m = tscope_open(path, SIZE);
+  uint64_t number = m->file_mutex->name;
+
+  wl_scope_close(m);
+  return number;
+}
+
+typedef struct {
+  HANDLE done;
+  int rc;
+  char err[512];
+} opener_t;
+
+static DWORD WINAPI opener_main(void *arg) {
+  opener_t *o = arg;
+  wl_manager_t *m = NULL;
+
+  o->rc = wl_scope_open(path, SIZE, 0600, &m, o->err, sizeof(o->err));
+  if (o->rc == 0)
+    wl_scope_close(m);
+  SetEvent(o->done);
+  return 0;
+}
+
+/* Once every process has closed the scope, another user's process makes a
+ * mutex under its mutex's name (granting everyone access, so that this
+ * user's processes open it) and holds it: an open of the scope is refused
+ * with EACCES, naming the object and its owner, instead of waiting on that
+ * mutex for ever. (Wine lets a process make an object owned by any SID;
+ * Windows lets only administrators give another user's.) */
+static void test_squatted_mutex_refused(void) {
+  wchar_t name[WL__WIN_NAME_MAX], wide_err[512];
+  SECURITY_DESCRIPTOR sd;
+  SECURITY_ATTRIBUTES sa = {sizeof(sa), &sd, FALSE};
+  PSID other = NULL;
+  HANDLE squat, thread;
+  opener_t o = {NULL, 1, ""};
+  int answered;
+
+  tshm_path(path, sizeof(path), "squat");
+  wl__win_name(name, "mutex", mutex_number());
+  ASSERT(ConvertStringSidToSidA("S-1-5-21-1-2-3-1001", &other));
+  ASSERT(InitializeSecurityDescriptor(&sd, SECURITY_DESCRIPTOR_REVISION));
+  ASSERT(SetSecurityDescriptorOwner(&sd, other, FALSE));
+  ASSERT(SetSecurityDescriptorDacl(&sd, TRUE, NULL, FALSE));
+  squat = CreateMutexW(&sa, TRUE, name);
+  ASSERT(squat != NULL && GetLastError() != ERROR_ALREADY_EXISTS);
+  o.done = CreateEventA(NULL, TRUE, FALSE, NULL);
+  thread = CreateThread(NULL, 0, opener_main, &o, 0, NULL);
+  ASSERT(thread != NULL);
+  answered = twin_wait(o.done, 30000);
+  /* Let a waiting opener go, so that the case ends either way. */
+  ReleaseMutex(squat);
+  CloseHandle(squat);
+  ASSERT(twin_wait(thread, 60000));
+  CloseHandle(thread);
+  CloseHandle(o.done);
+  LocalFree(other);
+  tshm_remove(path);
+  if (!answered)
+    fprintf(stderr, "wl_scope_open waited on the squatter's mutex\n");
+  ASSERT(answered);
+  ASSERT_EQ(WL_EACCES, o.rc);
+  swprintf(wide_err, 512, L"%hs", o.err);
+  ASSERT(wcsstr(wide_err, name) != NULL);
+  ASSERT(strstr(o.err, "S-1-5-21-1-2-3-1001") != NULL);
+}
+
+/* An object of another kind (an event) under the mutex's name: EACCES,
+ * naming it. */
+static void test_squatted_by_an_event(void) {
+  wchar_t name[WL__WIN_NAME_MAX], wide_err[512];
+  wl_manager_t *m = NULL;
+  HANDLE squat;
+  char err[512];
+  int rc;
+
+  tshm_path(path, sizeof(path), "squat-event");
+  wl__win_name(name, "mutex", mutex_number());
+  squat = CreateEventW(NULL, TRUE, FALSE, name);
+  ASSERT(squat != NULL);
+  rc = wl_scope_open(path, SIZE, 0600, &m, err, sizeof(err));
+  CloseHandle(squat);
+  tshm_remove(path);
+  ASSERT_EQ(WL_EACCES, rc);
+  swprintf(wide_err, 512, L"%hs", err);
+  ASSERT(wcsstr(wide_err, name) != NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "child") == 0)
     return child(argc, argv);
@@ -629,5 +722,7 @@ int main(int argc, char **argv) {
   RUN(test_hostile_watch_target);
   RUN(test_crash_at_every_point);
   RUN(test_named_objects_private);
+  RUN(test_squatted_mutex_refused);
+  RUN(test_squatted_by_an_event);
   return 0;
 }

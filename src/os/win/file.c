@@ -264,6 +264,52 @@ int wl__os_file_reserve(wl_manager_t *m, uint64_t upto) {
   return 0;
 }
 
+/* The mutex's name (listed in \BaseNamedObjects, which anyone may read) is
+ * another's: an object of another kind (ERROR_INVALID_HANDLE) or one this
+ * user may not open (ERROR_ACCESS_DENIED) has it. */
+static int wl__mutex_taken(char *err, size_t errlen, const char *path,
+                           const wchar_t *name) {
+  DWORD e = GetLastError();
+
+  if (e != ERROR_INVALID_HANDLE && e != ERROR_ACCESS_DENIED)
+    return wl__fail(err, errlen, "open the mutex of", path);
+  return wl__say(err, errlen, WL_EACCES,
+                 "cannot open %s: the name of its mutex, %ls, is taken by "
+                 "%s that another process made while no process had the "
+                 "scope open; the scope can be opened once that process "
+                 "has closed it",
+                 path, name,
+                 e == ERROR_INVALID_HANDLE ? "an object of another kind"
+                                           : "an object this user may not "
+                                             "open");
+}
+
+/* A mutex that existed: made by a process of this user (kernel.c gives
+ * them this user as owner), or else by another user's process that took
+ * its name first, which is never waited on: its maker could hold it for
+ * ever. */
+static int wl__mutex_ours(wl_manager_t *m, const char *path,
+                          const wchar_t *name, char *err, size_t errlen) {
+  char owner[192];
+  int rc = wl__win_owned(m->local->mutex, SE_KERNEL_OBJECT, owner,
+                         sizeof(owner));
+
+  if (rc == 0)
+    return 0;
+  if (rc < 0)
+    rc = wl__fail(err, errlen, "read the owner of the mutex of", path);
+  else
+    rc = wl__say(err, errlen, WL_EACCES,
+                 "cannot open %s: its mutex, %ls, belongs to %s, not to "
+                 "this process's user: another user's process took its "
+                 "name while no process had the scope open; the scope can "
+                 "be opened once that process has closed it",
+                 path, name, owner);
+  CloseHandle(m->local->mutex);
+  m->local->mutex = NULL;
+  return rc;
+}
+
 /* The file at path is the one mapped, with one name, and the named mutex
  * the file names is opened (made, if no process has it open). The file is
  * known by its index on the volume of its path: wine reports volume serial
@@ -306,7 +352,9 @@ int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
   sa = wl__win_objects();
   m->local->mutex = sa == NULL ? NULL : CreateMutexW(sa, FALSE, name);
   if (m->local->mutex == NULL)
-    return wl__fail(err, errlen, "open the mutex of", path);
+    return wl__mutex_taken(err, errlen, path, name);
+  if (GetLastError() == ERROR_ALREADY_EXISTS)
+    return wl__mutex_ours(m, path, name, err, errlen);
   return 0;
 }
 

@@ -1,5 +1,5 @@
 /* What the Windows family's files share of the system: its error codes as
- * errnos, the names of its named objects and their security
+ * errnos, the names of its named objects, their security and their owners
  * (os/win/machine.h, point 6), and random numbers (a file of its own, so
  * that those files call one way only). */
 #define _CRT_RAND_S /* rand_s (msvcrt.dll) */
@@ -8,6 +8,9 @@
 #include <stdlib.h>
 
 #include "machine.h"
+
+#include <aclapi.h>
+#include <sddl.h>
 
 int wl__win_errno(DWORD error) {
   switch (error) {
@@ -116,6 +119,34 @@ SECURITY_ATTRIBUTES *wl__win_objects(void) {
   wl__security_t *s = wl__security_get();
 
   return s == NULL ? NULL : &s->objects;
+}
+
+int wl__win_owned(HANDLE h, SE_OBJECT_TYPE type, char *owner, size_t len) {
+  wl__security_t *s = wl__security_get();
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PSID sid = NULL;
+  char *text = NULL;
+  DWORD e;
+  int ours;
+
+  if (s == NULL)
+    return -1;
+  e = GetSecurityInfo(h, type, OWNER_SECURITY_INFORMATION, &sid, NULL, NULL,
+                      NULL, &sd);
+  if (e != ERROR_SUCCESS) {
+    SetLastError(e);
+    return -1;
+  }
+  ours = sid != NULL && EqualSid(sid, s->user.token.User.Sid);
+  if (!ours && len > 0) {
+    if (sid != NULL && ConvertSidToStringSidA(sid, &text))
+      snprintf(owner, len, "%s", text);
+    else
+      snprintf(owner, len, "%s", sid == NULL ? "no one" : "an unreadable SID");
+    LocalFree(text);
+  }
+  LocalFree(sd);
+  return ours ? 0 : 1;
 }
 
 /* rand_s: the system's random numbers (RtlGenRandom), from the C runtime

@@ -15,8 +15,13 @@
  *      store into it (wl__os_file_reserve has nothing left to do).
  *   2. The mutex: a named mutex (Global\, so that processes of every
  *      session of the user meet) named by a number drawn with the file and
- *      kept in it (wl__os_file_mutex_t.name): only who can read the file
- *      can name it, so no one else can take its name first. Windows gives
+ *      kept in it (wl__os_file_mutex_t.name). The name is no secret: any
+ *      process, of any user, can list \BaseNamedObjects and read it there
+ *      while the scope is open, and make an object under it once no
+ *      process has the scope open. A mutex that exists already is used
+ *      only if this user owns it (point 6); one of another user's, or an
+ *      object of another kind under the name, has the open fail with
+ *      EACCES, never wait on an object that another user holds. Windows gives
  *      a mutex whose holder thread ended up to its next taker with
  *      WAIT_ABANDONED; a holder word, as in the POSIX family, covers the
  *      named mutex that went away with its last handle (its holder was the
@@ -46,13 +51,18 @@
  *      not elevated could then open neither the mutex nor a wake event:
  *      their wake-ups would be lost and their waits endless), and with the
  *      user as their owner (os/win/kernel.c). Built once per process from
- *      its token. */
+ *      its token. An object found under a name (the mutex's, which others
+ *      can learn: point 2) is used only if its owner is this user, which
+ *      only this user's processes (and administrators) can make it; a wake
+ *      event's name that exists already is drawn again. */
 #ifndef WL_OS_WIN_MACHINE_H
 #define WL_OS_WIN_MACHINE_H
 
 #define WIN32_LEAN_AND_MEAN
 #include <errno.h>
 #include <windows.h>
+
+#include <accctrl.h>
 
 #include "../machine.h"
 
@@ -74,6 +84,11 @@ void wl__win_name(wchar_t *name, const char *kind, uint64_t number);
  * process's user cannot be learnt (GetLastError says why). Made once per
  * process. */
 SECURITY_ATTRIBUTES *wl__win_objects(void);
+/* Whether the object of handle h (of the kind type: SE_KERNEL_OBJECT,
+ * SE_FILE_OBJECT) is owned by this process's user: 0; 1 if it is not (its
+ * owner, as a string SID or "no one", then in owner); -1 if its owner
+ * cannot be read (GetLastError says why). */
+int wl__win_owned(HANDLE h, SE_OBJECT_TYPE type, char *owner, size_t len);
 /* A negative errno for a Windows error code. */
 int wl__win_errno(DWORD error);
 /* Process pid's creation time (a FILETIME) through an open handle h of it:
