@@ -6,7 +6,8 @@
  * with it), the mutex left unusable for good, proof of life against pids
  * and creation times that name no live process, and the repair after a
  * crash at every named point of the algorithms, who may open the named
- * objects, and a mutex's name that another user's process took. Child processes are this
+ * objects, a mutex's name that another user's process took, and a
+ * creation killed half-way. Child processes are this
  * program run again (twin_spawn): `child <mode> <path> <arguments>`. */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
@@ -89,6 +90,17 @@ static void child_work(const char *p, const char *point, const char *go) {
   exit(0);
 }
 
+/* Dies making the file: sized and mapped under its temporary name, before
+ * its rename. */
+static void child_die_creating(const char *p) {
+  wl_manager_t *m = NULL;
+  char err[256];
+
+  tkill_at("create");
+  wl_scope_open(p, 16 << 20, 0600, &m, err, sizeof(err));
+  exit(1);
+}
+
 /* Adds 1 to the number in the file count, under x, `times` times: a read
  * and a write that another process between them would lose. */
 static void child_count(const char *p, const char *count, int times) {
@@ -131,6 +143,8 @@ static int child(int argc, char **argv) {
     child_die(argv[3], argv[4]);
   else if (argc == 6 && strcmp(argv[2], "work") == 0)
     child_work(argv[3], argv[4], argv[5]);
+  else if (argc == 4 && strcmp(argv[2], "die-creating") == 0)
+    child_die_creating(argv[3]);
   else if (argc == 6 && strcmp(argv[2], "count") == 0)
     child_count(argv[3], argv[4], atoi(argv[5]));
   fprintf(stderr, "a child with arguments it does not know\n");
@@ -292,6 +306,31 @@ static void test_publish_never_replaces(void) {
   ASSERT_EQ(5, fa.nFileSizeLow);
   free(m);
   tshm_remove(path);
+}
+
+/* A process killed while it makes the file, once its temporary file is
+ * sized (16 MiB, allocated whole) and before its rename, leaves nothing
+ * behind: the temporary file was to go with its last handle. */
+static void test_killed_creation_leaves_nothing(void) {
+  char pattern[MAX_PATH + 16];
+  WIN32_FIND_DATAA fd;
+  HANDLE find;
+  int n = 0;
+
+  tshm_path(path, sizeof(path), "leak");
+  ASSERT_EQ(137, twin_exit(spawn("die-creating", "", NULL)));
+  snprintf(pattern, sizeof(pattern), "%s.new-*", path);
+  find = FindFirstFileA(pattern, &fd);
+  if (find != INVALID_HANDLE_VALUE) {
+    do {
+      fprintf(stderr, "left behind: %s, %lu bytes\n", fd.cFileName,
+              (unsigned long)fd.nFileSizeLow);
+      n++;
+    } while (FindNextFileA(find, &fd));
+    FindClose(find);
+  }
+  tshm_remove(path);
+  ASSERT_EQ(0, n);
 }
 
 /* Win32 drops a name's trailing dots ("web-locks.." would be "web-locks"):
@@ -711,6 +750,7 @@ int main(int argc, char **argv) {
     return child(argc, argv);
   RUN(test_one_file);
   RUN(test_publish_never_replaces);
+  RUN(test_killed_creation_leaves_nothing);
   RUN(test_trailing_dots);
   RUN(test_wake_across_processes);
   RUN(test_exclusive_across_processes);

@@ -94,10 +94,26 @@ static void wl__close_fd(wl_manager_t *m) {
   m->fd = NULL;
 }
 
-/* A temporary name no one can predict, drawn again if taken. */
-static HANDLE wl__create_tmp(wl_manager_t *m, const char *path) {
+/* Whether the file of h (a handle with DELETE access) is removed when its
+ * last handle closes. */
+static BOOL wl__doomed(HANDLE h, BOOL doomed) {
+  FILE_DISPOSITION_INFO d;
+
+  d.DeleteFile = doomed;
+  return SetFileInformationByHandle(h, FileDispositionInfo, &d, sizeof(d));
+}
+
+/* A temporary name no one can predict, drawn again if taken. The file is
+ * to be removed with its last handle from just after it is made (through
+ * *doom, a handle of its own with DELETE access: the scope's handle has
+ * none, so that the file stays open to programs that share no delete
+ * access) until just before its rename, and so before it is mapped, which
+ * Windows would refuse: a process killed while it makes the file leaves
+ * none behind. */
+static HANDLE wl__create_tmp(wl_manager_t *m, const char *path,
+                             HANDLE *doom) {
   wchar_t wtmp[WL__WPATH_MAX];
-  HANDLE h = INVALID_HANDLE_VALUE;
+  HANDLE h = INVALID_HANDLE_VALUE, d = INVALID_HANDLE_VALUE;
   uint64_t r;
   int tries;
 
@@ -110,14 +126,30 @@ static HANDLE wl__create_tmp(wl_manager_t *m, const char *path) {
       SetLastError(ERROR_INVALID_NAME);
       break;
     }
-    h = CreateFileW(wtmp, GENERIC_READ | GENERIC_WRITE,
+    d = CreateFileW(wtmp, DELETE,
                     FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
                     NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
-    if (h != INVALID_HANDLE_VALUE || GetLastError() != ERROR_FILE_EXISTS)
+    if (d != INVALID_HANDLE_VALUE || GetLastError() != ERROR_FILE_EXISTS)
       break;
+  }
+  if (d != INVALID_HANDLE_VALUE) {
+    h = CreateFileW(wtmp, GENERIC_READ | GENERIC_WRITE,
+                    FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                    NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+    if (h == INVALID_HANDLE_VALUE || !wl__doomed(d, TRUE)) {
+      DWORD e = GetLastError();
+      if (h != INVALID_HANDLE_VALUE)
+        CloseHandle(h);
+      CloseHandle(d);
+      DeleteFileW(wtmp);
+      SetLastError(e);
+      h = INVALID_HANDLE_VALUE;
+    }
   }
   if (h == INVALID_HANDLE_VALUE)
     m->tmp[0] = '\0';
+  else
+    *doom = d;
   return h;
 }
 
@@ -129,6 +161,7 @@ static void wl__remove_tmp(wl_manager_t *m) {
   m->tmp[0] = '\0';
 }
 
+/* Closing the handles removes the file: it is doomed until published. */
 int wl__os_file_create(wl_manager_t *m, const char *path, uint64_t size,
                        unsigned mode, char *err, size_t errlen) {
   wchar_t wpath[WL__WPATH_MAX];
@@ -144,22 +177,24 @@ int wl__os_file_create(wl_manager_t *m, const char *path, uint64_t size,
       (GetLastError() != ERROR_FILE_NOT_FOUND &&
        GetLastError() != ERROR_PATH_NOT_FOUND))
     return -EEXIST;
-  h = wl__create_tmp(m, path);
-  if (h == INVALID_HANDLE_VALUE)
-    return wl__fail(err, errlen, "create", path);
-  m->fd = h;
-  end.QuadPart = (LONGLONG)size;
-  if (!SetFilePointerEx(h, end, NULL, FILE_BEGIN) || !SetEndOfFile(h) ||
-      wl__map(m, size) != 0) {
+  if ((rc = wl__local(m)) != 0)
+    return wl__say(err, errlen, rc, "cannot create %s: out of memory", path);
+  h = wl__create_tmp(m, path, &m->local->doom);
+  if (h == INVALID_HANDLE_VALUE) {
     rc = wl__fail(err, errlen, "create", path);
-  } else if ((rc = wl__local(m)) != 0) {
-    wl__say(err, errlen, rc, "cannot create %s: out of memory", path);
-    UnmapViewOfFile(m->map);
   } else {
-    return 0;
+    m->fd = h;
+    end.QuadPart = (LONGLONG)size;
+    if (SetFilePointerEx(h, end, NULL, FILE_BEGIN) && SetEndOfFile(h) &&
+        wl__map(m, size) == 0)
+      return 0;
+    rc = wl__fail(err, errlen, "create", path);
+    wl__close_fd(m);
+    CloseHandle(m->local->doom);
+    m->tmp[0] = '\0';
   }
-  wl__close_fd(m);
-  wl__remove_tmp(m);
+  free(m->local);
+  m->local = NULL;
   return rc;
 }
 
@@ -173,8 +208,13 @@ int wl__os_file_publish(wl_manager_t *m, const char *path, char *err,
   if (wl__wide(m->tmp, wtmp) != 0 || wl__wide(path, wpath) != 0)
     return wl__say(err, errlen, WL_EINVAL, "cannot create %s: not UTF-8",
                    path);
+  /* From here to the rename, a kill leaves the temporary file. */
+  if (!wl__doomed(m->local->doom, FALSE))
+    return wl__fail(err, errlen, "create", path);
   if (MoveFileExW(wtmp, wpath, 0)) {
     m->tmp[0] = '\0';
+    CloseHandle(m->local->doom);
+    m->local->doom = NULL;
     return 0;
   }
   e = GetLastError();
@@ -251,6 +291,8 @@ void wl__os_file_drop(wl_manager_t *m) {
   m->map = NULL;
   if (m->local != NULL && m->local->mutex != NULL)
     CloseHandle(m->local->mutex);
+  if (m->local != NULL && m->local->doom != NULL)
+    CloseHandle(m->local->doom);
   free(m->local);
   m->local = NULL;
   /* Closed first: the file is removed once no handle has it open. */

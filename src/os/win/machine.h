@@ -6,7 +6,11 @@
  *   1. The file: made under a temporary name drawn at random, then renamed
  *      to its path by a rename that never replaces (MoveFileExW without
  *      MOVEFILE_REPLACE_EXISTING); opened with every sharing mode, mapped
- *      whole. Windows has no permission bits: the file's directory is
+ *      whole. The temporary file is marked to be removed with its last
+ *      handle from just after it is made until just before the rename
+ *      (os/win/file.c): a process killed while it makes the file leaves an
+ *      empty file if killed between its making and that mark, the whole
+ *      file only between the mark's removal and the rename, else nothing. Windows has no permission bits: the file's directory is
  *      assumed to be the user's own (%LOCALAPPDATA%, whose ACL admits only
  *      that user, SYSTEM and administrators), so that no other user can
  *      read, write, make or rename files in it. `mode` is kept, not
@@ -75,6 +79,7 @@ typedef struct wl__os_local_s {
   DWORD pid;    /* this process's id */
   int dead;     /* the mutex's last holder died: repairing */
   DWORD volume; /* the serial number of the file's volume, once probed */
+  HANDLE doom;  /* a made file's, with DELETE access, until published */
 } wl__os_local_t;
 
 /* kernel.c: name = Global\web-locks-<kind>-<number in hex>. */
