@@ -6,8 +6,8 @@
  * with it), the mutex left unusable for good, proof of life against pids
  * and creation times that name no live process, and the repair after a
  * crash at every named point of the algorithms, who may open the named
- * objects, a mutex's name that another user's process took, and a
- * creation killed half-way. Child processes are this
+ * objects, a mutex's name that another user's process took, a creation
+ * killed half-way, and a file of another user's. Child processes are this
  * program run again (twin_spawn): `child <mode> <path> <arguments>`. */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
@@ -745,6 +745,58 @@ static void test_squatted_by_an_event(void) {
   ASSERT(wcsstr(wide_err, name) != NULL);
 }
 
+typedef char *(CDECL *unix_name_t)(const WCHAR *);
+
+/* A file of another user is refused (EACCES), naming the file and its
+ * owner: a scope is its user's alone on Windows. Wine reads a file of
+ * another Unix user as owned by S-1-5-7 and runs a Unix program that a
+ * Windows process starts: Unix's chown gives the file another owner.
+ * Elsewhere (a real Windows, where only an administrator could) the case
+ * is skipped. */
+static void test_foreign_file_refused(void) {
+  unix_name_t unix_name = (unix_name_t)(void (*)(void))GetProcAddress(
+      GetModuleHandleA("kernel32.dll"), "wine_get_unix_file_name");
+  wchar_t wpath[MAX_PATH];
+  char cmd[MAX_PATH + 64], err[512];
+  STARTUPINFOA si;
+  PROCESS_INFORMATION pi;
+  wl_manager_t *m = NULL;
+  uint64_t deadline;
+  char *unix_path;
+  int rc;
+
+  if (unix_name == NULL) {
+    printf("  skipped: not under wine\n");
+    return;
+  }
+  tshm_path(path, sizeof(path), "foreign");
+  wl_scope_close(tscope_open(path, SIZE));
+  swprintf(wpath, MAX_PATH, L"%hs", path);
+  unix_path = unix_name(wpath);
+  ASSERT(unix_path != NULL);
+  snprintf(cmd, sizeof(cmd), "chown 65534 \"%s\"", unix_path);
+  HeapFree(GetProcessHeap(), 0, unix_path);
+  memset(&si, 0, sizeof(si));
+  si.cb = sizeof(si);
+  ASSERT(CreateProcessA("Z:\\bin\\chown", cmd, NULL, NULL, FALSE, 0, NULL,
+                        NULL, &si, &pi));
+  CloseHandle(pi.hThread);
+  CloseHandle(pi.hProcess);
+  /* Wine's handle of a Unix process cannot be waited for: its work can. */
+  deadline = tnow_ns() + 10000000000u;
+  while ((rc = wl_scope_open(path, SIZE, 0600, &m, err, sizeof(err))) == 0) {
+    wl_scope_close(m);
+    if (tnow_ns() >= deadline)
+      break;
+    Sleep(10);
+  }
+  tshm_remove(path);
+  if (rc != WL_EACCES)
+    fprintf(stderr, "wl_scope_open: %d %s\n", rc, err);
+  ASSERT_EQ(WL_EACCES, rc);
+  ASSERT(strstr(err, path) != NULL && strstr(err, "S-1-5-7") != NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "child") == 0)
     return child(argc, argv);
@@ -764,5 +816,6 @@ int main(int argc, char **argv) {
   RUN(test_named_objects_private);
   RUN(test_squatted_mutex_refused);
   RUN(test_squatted_by_an_event);
+  RUN(test_foreign_file_refused);
   return 0;
 }

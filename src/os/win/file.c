@@ -113,11 +113,12 @@ static BOOL wl__doomed(HANDLE h, BOOL doomed) {
 static HANDLE wl__create_tmp(wl_manager_t *m, const char *path,
                              HANDLE *doom) {
   wchar_t wtmp[WL__WPATH_MAX];
+  SECURITY_ATTRIBUTES *sa = wl__win_file();
   HANDLE h = INVALID_HANDLE_VALUE, d = INVALID_HANDLE_VALUE;
   uint64_t r;
   int tries;
 
-  for (tries = 0; tries < 4; tries++) {
+  for (tries = 0; sa != NULL && tries < 4; tries++) {
     if (wl__os_draw(&r) != 0)
       break;
     snprintf(m->tmp, sizeof(m->tmp), "%s.new-%016llx", path,
@@ -128,7 +129,7 @@ static HANDLE wl__create_tmp(wl_manager_t *m, const char *path,
     }
     d = CreateFileW(wtmp, DELETE,
                     FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                    NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
+                    sa, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
     if (d != INVALID_HANDLE_VALUE || GetLastError() != ERROR_FILE_EXISTS)
       break;
   }
@@ -247,6 +248,23 @@ static int wl__check(const char *path, const BY_HANDLE_FILE_INFORMATION *fi,
   return 0;
 }
 
+/* The file is this user's (os/win/machine.h, point 1): another user's,
+ * who could change every lock in it, is refused. */
+static int wl__check_owner(HANDLE h, const char *path, char *err,
+                           size_t errlen) {
+  char owner[192];
+  int rc = wl__win_owned(h, SE_FILE_OBJECT, owner, sizeof(owner));
+
+  if (rc < 0)
+    return wl__fail(err, errlen, "read the owner of", path);
+  if (rc > 0)
+    return wl__say(err, errlen, WL_EACCES,
+                   "cannot open %s: it belongs to %s, not to this process's "
+                   "user; on Windows a scope is its user's alone",
+                   path, owner);
+  return 0;
+}
+
 int wl__os_file_attach(wl_manager_t *m, const char *path, unsigned mode,
                        char *err, size_t errlen) {
   wchar_t wpath[WL__WPATH_MAX];
@@ -269,7 +287,8 @@ int wl__os_file_attach(wl_manager_t *m, const char *path, unsigned mode,
   }
   if (!GetFileInformationByHandle(m->fd, &fi))
     rc = wl__fail(err, errlen, "open", path);
-  else if ((rc = wl__check(path, &fi, err, errlen)) != 0)
+  else if ((rc = wl__check(path, &fi, err, errlen)) != 0 ||
+           (rc = wl__check_owner(m->fd, path, err, errlen)) != 0)
     ;
   else if (wl__map(m, ((uint64_t)fi.nFileSizeHigh << 32) | fi.nFileSizeLow) !=
            0)

@@ -1,6 +1,6 @@
 /* What the Windows family's files share of the system: its error codes as
- * errnos, the names of its named objects, their security and their owners
- * (os/win/machine.h, point 6), and random numbers (a file of its own, so
+ * errnos, the names of its named objects, their security and the file's,
+ * and their owners (os/win/machine.h, point 6), and random numbers (a file of its own, so
  * that those files call one way only). */
 #define _CRT_RAND_S /* rand_s (msvcrt.dll) */
 #include <errno.h>
@@ -58,8 +58,8 @@ typedef struct {
     char bytes[sizeof(ACL) +
                2 * (sizeof(ACCESS_ALLOWED_ACE) + SECURITY_MAX_SID_SIZE)];
   } dacl;
-  SECURITY_DESCRIPTOR objects_sd;
-  SECURITY_ATTRIBUTES objects;
+  SECURITY_DESCRIPTOR objects_sd, file_sd;
+  SECURITY_ATTRIBUTES objects, file;
   DWORD error; /* why it could not be made, or 0 */
 } wl__security_t;
 
@@ -84,7 +84,8 @@ static BOOL wl__token_user(TOKEN_USER *user, DWORD size) {
  * owner (an elevated process's is Administrators), and open, whatever its
  * default DACL (an elevated process's admits Administrators and SYSTEM,
  * which the user's other processes are not), to this user and SYSTEM
- * alone. */
+ * alone. The file: owned by this user too, so that every process of the
+ * user finds it its user's (os/win/file.c), its access its directory's. */
 static void wl__security_init(void) {
   wl__security_t *s = &wl__security;
   DWORD n = sizeof(s->system);
@@ -101,10 +102,15 @@ static void wl__security_init(void) {
        InitializeSecurityDescriptor(&s->objects_sd,
                                     SECURITY_DESCRIPTOR_REVISION) &&
        SetSecurityDescriptorOwner(&s->objects_sd, user, FALSE) &&
-       SetSecurityDescriptorDacl(&s->objects_sd, TRUE, &s->dacl.acl, FALSE);
+       SetSecurityDescriptorDacl(&s->objects_sd, TRUE, &s->dacl.acl, FALSE) &&
+       InitializeSecurityDescriptor(&s->file_sd,
+                                    SECURITY_DESCRIPTOR_REVISION) &&
+       SetSecurityDescriptorOwner(&s->file_sd, user, FALSE);
   s->error = ok ? 0 : GetLastError();
   s->objects.nLength = sizeof(s->objects);
   s->objects.lpSecurityDescriptor = &s->objects_sd;
+  s->file.nLength = sizeof(s->file);
+  s->file.lpSecurityDescriptor = &s->file_sd;
 }
 
 static wl__security_t *wl__security_get(void) {
@@ -119,6 +125,12 @@ SECURITY_ATTRIBUTES *wl__win_objects(void) {
   wl__security_t *s = wl__security_get();
 
   return s == NULL ? NULL : &s->objects;
+}
+
+SECURITY_ATTRIBUTES *wl__win_file(void) {
+  wl__security_t *s = wl__security_get();
+
+  return s == NULL ? NULL : &s->file;
 }
 
 int wl__win_owned(HANDLE h, SE_OBJECT_TYPE type, char *owner, size_t len) {

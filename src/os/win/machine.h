@@ -14,7 +14,10 @@
  *      assumed to be the user's own (%LOCALAPPDATA%, whose ACL admits only
  *      that user, SYSTEM and administrators), so that no other user can
  *      read, write, make or rename files in it. `mode` is kept, not
- *      applied. The file is not sparse: extending it has the file system
+ *      applied. The file is made with this user as its owner, and a file
+ *      whose owner is another (S-1-5-32-544, Administrators, included) is
+ *      refused (EACCES): a scope shared across users is not supported on
+ *      Windows. The file is not sparse: extending it has the file system
  *      allocate all of it, so a full disk fails its creation, never a
  *      store into it (wl__os_file_reserve has nothing left to do).
  *   2. The mutex: a named mutex (Global\, so that processes of every
@@ -85,10 +88,11 @@ typedef struct wl__os_local_s {
 /* kernel.c: name = Global\web-locks-<kind>-<number in hex>. */
 void wl__win_name(wchar_t *name, const char *kind, uint64_t number);
 /* kernel.c: the security attributes of the named objects (owned by this
- * process's user, open to that user and SYSTEM alone): NULL if this
- * process's user cannot be learnt (GetLastError says why). Made once per
- * process. */
+ * process's user, open to that user and SYSTEM alone) and of the file
+ * (owned by that user): NULL if this process's user cannot be learnt
+ * (GetLastError says why). Made once per process. */
 SECURITY_ATTRIBUTES *wl__win_objects(void);
+SECURITY_ATTRIBUTES *wl__win_file(void);
 /* Whether the object of handle h (of the kind type: SE_KERNEL_OBJECT,
  * SE_FILE_OBJECT) is owned by this process's user: 0; 1 if it is not (its
  * owner, as a string SID or "no one", then in owner); -1 if its owner
