@@ -58,7 +58,10 @@
  *      not elevated could then open neither the mutex nor a wake event:
  *      their wake-ups would be lost and their waits endless), and with the
  *      user as their owner (os/win/kernel.c). Built once per process from
- *      its token. An object found under a name (the mutex's, which others
+ *      its token. Assumed, not tested (wine has no elevation): Windows
+ *      labels an object with its maker's integrity level only below
+ *      medium, so an elevated (high) process's objects read as medium and
+ *      the user's other processes may write them. An object found under a name (the mutex's, which others
  *      can learn: point 2) is used only if its owner is this user, which
  *      only this user's processes (and administrators) can make it; a wake
  *      event's name that exists already is drawn again. */
