@@ -6,7 +6,6 @@
 // created on first use; the binding maps it once per process, and each
 // thread that opens it is one agent. Linux, macOS and Windows.
 
-const os = require('os')
 const path = require('path')
 const { randomUUID } = require('crypto')
 const { domException, realmError, SafeTypeError, SafeRangeError } = require('./intrinsics.js')
@@ -43,10 +42,22 @@ function misreadInC (value) {
 // the path would be a second manager of the scope). On Windows, which has
 // no permission bits, the user's own %LOCALAPPDATA%, which no other user
 // can read or write, and no clean-up empties (src/os/win/machine.h): a
-// scope there is its user's.
-function defaultDir (platform = process.platform) {
-  if (platform === 'win32') return process.env.LOCALAPPDATA || os.tmpdir()
+// scope there is its user's. Without it, none (null): no other directory is
+// known to be the user's own there (os.tmpdir() is whatever %TEMP% says, and
+// without it %SystemRoot%\temp, which every user may write).
+function defaultDir (platform = process.platform, env = process.env) {
+  if (platform === 'win32') return env.LOCALAPPDATA || null
   return platform === 'darwin' ? '/var/tmp' : '/dev/shm'
+}
+
+// The default directory, or a TypeError saying that `dir` is needed.
+function homeDir () {
+  const home = defaultDir()
+  if (home === null) {
+    throw new SafeTypeError(openFailure('%LOCALAPPDATA% is not set, and no other directory is known to be this user\'s own on Windows: ' +
+      'give the dir option (a directory that only this user may write).'))
+  }
+  return home
 }
 
 // The options of openLockManager(scope, options), read once each.
@@ -58,12 +69,11 @@ function modeOk (mode) {
 }
 
 function toMachineOptions (options) {
-  const home = defaultDir()
-  if (options === undefined || options === null) return { dir: home, size: DEFAULT_SIZE, mode: DEFAULT_MODE }
+  if (options === undefined || options === null) return { dir: homeDir(), size: DEFAULT_SIZE, mode: DEFAULT_MODE }
   if (typeof options !== 'object' && typeof options !== 'function') {
     throw new SafeTypeError(openFailure('the options must be an object.'))
   }
-  const { dir = home, size = DEFAULT_SIZE, mode = DEFAULT_MODE } = options
+  const { dir = homeDir(), size = DEFAULT_SIZE, mode = DEFAULT_MODE } = options
   if (typeof dir !== 'string' || dir.length === 0) throw new SafeTypeError(openFailure('the dir option must be a non-empty string.'))
   const misread = misreadInC(dir)
   if (misread !== null) throw new SafeTypeError(openFailure(`the dir option must not contain ${misread}.`))

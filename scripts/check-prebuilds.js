@@ -35,7 +35,7 @@ const { inspect: inspectMachO } = require('./check-darwin.js')
 const { nodeFunctions, nodeHeaders } = require('./prebuild.js')
 
 const ROOT = path.resolve(__dirname, '..')
-const WINDOWS_DLLS = ['KERNEL32.dll', 'msvcrt.dll']
+const WINDOWS_DLLS = ['KERNEL32.dll', 'ADVAPI32.dll', 'msvcrt.dll']
 const GLIBC_MAX = [2, 28]
 const MACHINES = { x64: 'Advanced Micro Devices X86-64', arm64: 'AArch64' }
 const NEEDED = { glibc: ['libc.so.6', 'libpthread.so.0', 'ld-linux-x86-64.so.2', 'ld-linux-aarch64.so.1'], musl: ['libc.so'] }

@@ -128,6 +128,21 @@ function linuxOnly(test, what) {
       else assert.equal(defaultDir(), process.platform === 'darwin' ? '/var/tmp' : '/dev/shm');
     });
 
+    it('has no default directory on Windows without %LOCALAPPDATA% (no other is known to be the user\'s own): openLockManager then needs the dir option, and rejects with a TypeError that says so', async function () {
+      assert.equal(defaultDir('win32', {}), null);
+      assert.equal(defaultDir('win32', { LOCALAPPDATA: 'C:\\Users\\u\\AppData\\Local' }), 'C:\\Users\\u\\AppData\\Local');
+      if (!windows) return;
+      const saved = process.env.LOCALAPPDATA;
+      const scope = `no-home-${process.pid}`;
+      delete process.env.LOCALAPPDATA;
+      try {
+        await assert.rejects(async () => openLockManager(scope), (err) => err.name === 'TypeError' && err.message.includes('%LOCALAPPDATA%') && err.message.includes('dir option'));
+        await (await openLockManager(scope, { dir })).close();
+      } finally {
+        process.env.LOCALAPPDATA = saved;
+      }
+    });
+
     it('puts the file in that directory by default', async function () {
       const scope = `default-dir-${process.pid}`;
       const file = path.join(defaultDir(), `web-locks.${scope}`);

@@ -5,15 +5,20 @@
  * processes holding the mutex open, and with none: the mutex went away
  * with it), the mutex left unusable for good, proof of life against pids
  * and creation times that name no live process, and the repair after a
- * crash at every named point of the algorithms. Child processes are this
+ * crash at every named point of the algorithms, who may open the named
+ * objects, a mutex's name that another user's process took, a creation
+ * killed half-way, and a file of another user's. Child processes are this
  * program run again (twin_spawn): `child <mode> <path> <arguments>`. */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
+#include <aclapi.h>
 #include <errno.h>
+#include <sddl.h>
 #include <stdlib.h>
 
 #include "test.h"
+#include "../../src/os/win/machine.h"
 
 #define SIZE (1 << 20)
 
@@ -85,6 +90,17 @@ static void child_work(const char *p, const char *point, const char *go) {
   exit(0);
 }
 
+/* Dies making the file: sized and mapped under its temporary name, before
+ * its rename. */
+static void child_die_creating(const char *p) {
+  wl_manager_t *m = NULL;
+  char err[256];
+
+  tkill_at("create");
+  wl_scope_open(p, 16 << 20, 0600, &m, err, sizeof(err));
+  exit(1);
+}
+
 /* Adds 1 to the number in the file count, under x, `times` times: a read
  * and a write that another process between them would lose. */
 static void child_count(const char *p, const char *count, int times) {
@@ -127,6 +143,8 @@ static int child(int argc, char **argv) {
     child_die(argv[3], argv[4]);
   else if (argc == 6 && strcmp(argv[2], "work") == 0)
     child_work(argv[3], argv[4], argv[5]);
+  else if (argc == 4 && strcmp(argv[2], "die-creating") == 0)
+    child_die_creating(argv[3]);
   else if (argc == 6 && strcmp(argv[2], "count") == 0)
     child_count(argv[3], argv[4], atoi(argv[5]));
   fprintf(stderr, "a child with arguments it does not know\n");
@@ -164,7 +182,74 @@ static void expect_empty(wl_manager_t *m) {
   wl_snapshot_free(&snap);
 }
 
+/* This process's user's SID (a buffer that holds it). */
+static PSID token_user(char *buf, DWORD len) {
+  HANDLE token;
+  DWORD n;
+
+  ASSERT(OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token));
+  ASSERT(GetTokenInformation(token, TokenUser, buf, len, &n));
+  CloseHandle(token);
+  return ((TOKEN_USER *)buf)->User.Sid;
+}
+
+/* A named object of the family's is owned by this user and grants this
+ * user and SYSTEM every access (GENERIC_ALL, or what the system mapped it
+ * to), and no one else any. */
+static void expect_private(HANDLE h) {
+  char user_buf[256], system_buf[SECURITY_MAX_SID_SIZE];
+  DWORD n = sizeof(system_buf);
+  PSID user = token_user(user_buf, sizeof(user_buf)), owner = NULL;
+  PSECURITY_DESCRIPTOR sd = NULL;
+  int seen_user = 0, seen_system = 0;
+  PACL dacl = NULL;
+  DWORD i;
+
+  ASSERT(CreateWellKnownSid(WinLocalSystemSid, NULL, system_buf, &n));
+  ASSERT_EQ(ERROR_SUCCESS,
+            GetSecurityInfo(h, SE_KERNEL_OBJECT,
+                            OWNER_SECURITY_INFORMATION |
+                                DACL_SECURITY_INFORMATION,
+                            &owner, NULL, &dacl, NULL, &sd));
+  ASSERT(owner != NULL && EqualSid(owner, user));
+  /* A NULL DACL would grant everyone everything. */
+  ASSERT(dacl != NULL);
+  ASSERT_EQ(2, dacl->AceCount);
+  for (i = 0; i < dacl->AceCount; i++) {
+    ACCESS_ALLOWED_ACE *ace;
+    ASSERT(GetAce(dacl, i, (void **)&ace));
+    ASSERT_EQ(ACCESS_ALLOWED_ACE_TYPE, ace->Header.AceType);
+    ASSERT(ace->Mask == GENERIC_ALL ||
+           (ace->Mask & STANDARD_RIGHTS_ALL) == STANDARD_RIGHTS_ALL);
+    if (EqualSid((PSID)&ace->SidStart, user))
+      seen_user = 1;
+    else if (EqualSid((PSID)&ace->SidStart, system_buf))
+      seen_system = 1;
+  }
+  ASSERT(seen_user && seen_system);
+  LocalFree(sd);
+}
+
 /* ---- The cases ----------------------------------------------------------- */
+
+/* The mutex and an agent's wake event are made with a DACL of their own
+ * (this user and SYSTEM), not the token's default: an elevated process's
+ * default DACL shuts the same user's other processes out, which would then
+ * never be woken. (Wine has no elevation: what it shows is that the DACL
+ * is the one given.) */
+static void test_named_objects_private(void) {
+  wl_manager_t *m;
+  wl_agent_t a;
+
+  tshm_path(path, sizeof(path), "dacl");
+  m = tscope_open(path, SIZE);
+  expect_private(m->local->mutex);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("agent"), tignore_notify));
+  expect_private(wl_agent_wake_fd(&a));
+  wl_agent_close(&a);
+  wl_scope_close(m);
+  tshm_remove(path);
+}
 
 /* Two handles of one process are of one file, under its path alone: the
  * temporary name it was made under is gone. */
@@ -221,6 +306,31 @@ static void test_publish_never_replaces(void) {
   ASSERT_EQ(5, fa.nFileSizeLow);
   free(m);
   tshm_remove(path);
+}
+
+/* A process killed while it makes the file, once its temporary file is
+ * sized (16 MiB, allocated whole) and before its rename, leaves nothing
+ * behind: the temporary file was to go with its last handle. */
+static void test_killed_creation_leaves_nothing(void) {
+  char pattern[MAX_PATH + 16];
+  WIN32_FIND_DATAA fd;
+  HANDLE find;
+  int n = 0;
+
+  tshm_path(path, sizeof(path), "leak");
+  ASSERT_EQ(137, twin_exit(spawn("die-creating", "", NULL)));
+  snprintf(pattern, sizeof(pattern), "%s.new-*", path);
+  find = FindFirstFileA(pattern, &fd);
+  if (find != INVALID_HANDLE_VALUE) {
+    do {
+      fprintf(stderr, "left behind: %s, %lu bytes\n", fd.cFileName,
+              (unsigned long)fd.nFileSizeLow);
+      n++;
+    } while (FindNextFileA(find, &fd));
+    FindClose(find);
+  }
+  tshm_remove(path);
+  ASSERT_EQ(0, n);
 }
 
 /* Win32 drops a name's trailing dots ("web-locks.." would be "web-locks"):
@@ -543,11 +653,156 @@ static void test_crash_at_every_point(void) {
     crash_at(points[i]);
 }
 
+/* The number of the scope's mutex's name, as any process can read it in
+ * \BaseNamedObjects while the scope is open. */
+static uint64_t mutex_number(void) {
+  wl_manager_t *m = tscope_open(path, SIZE);
+  uint64_t number = m->file_mutex->name;
+
+  wl_scope_close(m);
+  return number;
+}
+
+typedef struct {
+  HANDLE done;
+  int rc;
+  char err[512];
+} opener_t;
+
+static DWORD WINAPI opener_main(void *arg) {
+  opener_t *o = arg;
+  wl_manager_t *m = NULL;
+
+  o->rc = wl_scope_open(path, SIZE, 0600, &m, o->err, sizeof(o->err));
+  if (o->rc == 0)
+    wl_scope_close(m);
+  SetEvent(o->done);
+  return 0;
+}
+
+/* Once every process has closed the scope, another user's process makes a
+ * mutex under its mutex's name (granting everyone access, so that this
+ * user's processes open it) and holds it: an open of the scope is refused
+ * with EACCES, naming the object and its owner, instead of waiting on that
+ * mutex for ever. (Wine lets a process make an object owned by any SID;
+ * Windows lets only administrators give another user's.) */
+static void test_squatted_mutex_refused(void) {
+  wchar_t name[WL__WIN_NAME_MAX], wide_err[512];
+  SECURITY_DESCRIPTOR sd;
+  SECURITY_ATTRIBUTES sa = {sizeof(sa), &sd, FALSE};
+  PSID other = NULL;
+  HANDLE squat, thread;
+  opener_t o = {NULL, 1, ""};
+  int answered;
+
+  tshm_path(path, sizeof(path), "squat");
+  wl__win_name(name, "mutex", mutex_number());
+  ASSERT(ConvertStringSidToSidA("S-1-5-21-1-2-3-1001", &other));
+  ASSERT(InitializeSecurityDescriptor(&sd, SECURITY_DESCRIPTOR_REVISION));
+  ASSERT(SetSecurityDescriptorOwner(&sd, other, FALSE));
+  ASSERT(SetSecurityDescriptorDacl(&sd, TRUE, NULL, FALSE));
+  squat = CreateMutexW(&sa, TRUE, name);
+  ASSERT(squat != NULL && GetLastError() != ERROR_ALREADY_EXISTS);
+  o.done = CreateEventA(NULL, TRUE, FALSE, NULL);
+  thread = CreateThread(NULL, 0, opener_main, &o, 0, NULL);
+  ASSERT(thread != NULL);
+  answered = twin_wait(o.done, 30000);
+  /* Let a waiting opener go, so that the case ends either way. */
+  ReleaseMutex(squat);
+  CloseHandle(squat);
+  ASSERT(twin_wait(thread, 60000));
+  CloseHandle(thread);
+  CloseHandle(o.done);
+  LocalFree(other);
+  tshm_remove(path);
+  if (!answered)
+    fprintf(stderr, "wl_scope_open waited on the squatter's mutex\n");
+  ASSERT(answered);
+  ASSERT_EQ(WL_EACCES, o.rc);
+  swprintf(wide_err, 512, L"%hs", o.err);
+  ASSERT(wcsstr(wide_err, name) != NULL);
+  ASSERT(strstr(o.err, "S-1-5-21-1-2-3-1001") != NULL);
+}
+
+/* An object of another kind (an event) under the mutex's name: EACCES,
+ * naming it. */
+static void test_squatted_by_an_event(void) {
+  wchar_t name[WL__WIN_NAME_MAX], wide_err[512];
+  wl_manager_t *m = NULL;
+  HANDLE squat;
+  char err[512];
+  int rc;
+
+  tshm_path(path, sizeof(path), "squat-event");
+  wl__win_name(name, "mutex", mutex_number());
+  squat = CreateEventW(NULL, TRUE, FALSE, name);
+  ASSERT(squat != NULL);
+  rc = wl_scope_open(path, SIZE, 0600, &m, err, sizeof(err));
+  CloseHandle(squat);
+  tshm_remove(path);
+  ASSERT_EQ(WL_EACCES, rc);
+  swprintf(wide_err, 512, L"%hs", err);
+  ASSERT(wcsstr(wide_err, name) != NULL);
+}
+
+typedef char *(CDECL *unix_name_t)(const WCHAR *);
+
+/* A file of another user is refused (EACCES), naming the file and its
+ * owner: a scope is its user's alone on Windows. Wine reads a file of
+ * another Unix user as owned by S-1-5-7 and runs a Unix program that a
+ * Windows process starts: Unix's chown gives the file another owner.
+ * Elsewhere (a real Windows, where only an administrator could) the case
+ * is skipped. */
+static void test_foreign_file_refused(void) {
+  unix_name_t unix_name = (unix_name_t)(void (*)(void))GetProcAddress(
+      GetModuleHandleA("kernel32.dll"), "wine_get_unix_file_name");
+  wchar_t wpath[MAX_PATH];
+  char cmd[MAX_PATH + 64], err[512];
+  STARTUPINFOA si;
+  PROCESS_INFORMATION pi;
+  wl_manager_t *m = NULL;
+  uint64_t deadline;
+  char *unix_path;
+  int rc;
+
+  if (unix_name == NULL) {
+    printf("  skipped: not under wine\n");
+    return;
+  }
+  tshm_path(path, sizeof(path), "foreign");
+  wl_scope_close(tscope_open(path, SIZE));
+  swprintf(wpath, MAX_PATH, L"%hs", path);
+  unix_path = unix_name(wpath);
+  ASSERT(unix_path != NULL);
+  snprintf(cmd, sizeof(cmd), "chown 65534 \"%s\"", unix_path);
+  HeapFree(GetProcessHeap(), 0, unix_path);
+  memset(&si, 0, sizeof(si));
+  si.cb = sizeof(si);
+  ASSERT(CreateProcessA("Z:\\bin\\chown", cmd, NULL, NULL, FALSE, 0, NULL,
+                        NULL, &si, &pi));
+  CloseHandle(pi.hThread);
+  CloseHandle(pi.hProcess);
+  /* Wine's handle of a Unix process cannot be waited for: its work can. */
+  deadline = tnow_ns() + 10000000000u;
+  while ((rc = wl_scope_open(path, SIZE, 0600, &m, err, sizeof(err))) == 0) {
+    wl_scope_close(m);
+    if (tnow_ns() >= deadline)
+      break;
+    Sleep(10);
+  }
+  tshm_remove(path);
+  if (rc != WL_EACCES)
+    fprintf(stderr, "wl_scope_open: %d %s\n", rc, err);
+  ASSERT_EQ(WL_EACCES, rc);
+  ASSERT(strstr(err, path) != NULL && strstr(err, "S-1-5-7") != NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "child") == 0)
     return child(argc, argv);
   RUN(test_one_file);
   RUN(test_publish_never_replaces);
+  RUN(test_killed_creation_leaves_nothing);
   RUN(test_trailing_dots);
   RUN(test_wake_across_processes);
   RUN(test_exclusive_across_processes);
@@ -558,5 +813,9 @@ int main(int argc, char **argv) {
   RUN(test_life);
   RUN(test_hostile_watch_target);
   RUN(test_crash_at_every_point);
+  RUN(test_named_objects_private);
+  RUN(test_squatted_mutex_refused);
+  RUN(test_squatted_by_an_event);
+  RUN(test_foreign_file_refused);
   return 0;
 }

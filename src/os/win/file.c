@@ -94,14 +94,31 @@ static void wl__close_fd(wl_manager_t *m) {
   m->fd = NULL;
 }
 
-/* A temporary name no one can predict, drawn again if taken. */
-static HANDLE wl__create_tmp(wl_manager_t *m, const char *path) {
+/* Whether the file of h (a handle with DELETE access) is removed when its
+ * last handle closes. */
+static BOOL wl__doomed(HANDLE h, BOOL doomed) {
+  FILE_DISPOSITION_INFO d;
+
+  d.DeleteFile = doomed;
+  return SetFileInformationByHandle(h, FileDispositionInfo, &d, sizeof(d));
+}
+
+/* A temporary name no one can predict, drawn again if taken. The file is
+ * to be removed with its last handle from just after it is made (through
+ * *doom, a handle of its own with DELETE access: the scope's handle has
+ * none, so that the file stays open to programs that share no delete
+ * access) until just before its rename, and so before it is mapped, which
+ * Windows would refuse: a process killed while it makes the file leaves
+ * none behind. */
+static HANDLE wl__create_tmp(wl_manager_t *m, const char *path,
+                             HANDLE *doom) {
   wchar_t wtmp[WL__WPATH_MAX];
-  HANDLE h = INVALID_HANDLE_VALUE;
+  SECURITY_ATTRIBUTES *sa = wl__win_file();
+  HANDLE h = INVALID_HANDLE_VALUE, d = INVALID_HANDLE_VALUE;
   uint64_t r;
   int tries;
 
-  for (tries = 0; tries < 4; tries++) {
+  for (tries = 0; sa != NULL && tries < 4; tries++) {
     if (wl__os_draw(&r) != 0)
       break;
     snprintf(m->tmp, sizeof(m->tmp), "%s.new-%016llx", path,
@@ -110,14 +127,30 @@ static HANDLE wl__create_tmp(wl_manager_t *m, const char *path) {
       SetLastError(ERROR_INVALID_NAME);
       break;
     }
+    d = CreateFileW(wtmp, DELETE,
+                    FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                    sa, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
+    if (d != INVALID_HANDLE_VALUE || GetLastError() != ERROR_FILE_EXISTS)
+      break;
+  }
+  if (d != INVALID_HANDLE_VALUE) {
     h = CreateFileW(wtmp, GENERIC_READ | GENERIC_WRITE,
                     FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                    NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
-    if (h != INVALID_HANDLE_VALUE || GetLastError() != ERROR_FILE_EXISTS)
-      break;
+                    NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+    if (h == INVALID_HANDLE_VALUE || !wl__doomed(d, TRUE)) {
+      DWORD e = GetLastError();
+      if (h != INVALID_HANDLE_VALUE)
+        CloseHandle(h);
+      CloseHandle(d);
+      DeleteFileW(wtmp);
+      SetLastError(e);
+      h = INVALID_HANDLE_VALUE;
+    }
   }
   if (h == INVALID_HANDLE_VALUE)
     m->tmp[0] = '\0';
+  else
+    *doom = d;
   return h;
 }
 
@@ -129,6 +162,7 @@ static void wl__remove_tmp(wl_manager_t *m) {
   m->tmp[0] = '\0';
 }
 
+/* Closing the handles removes the file: it is doomed until published. */
 int wl__os_file_create(wl_manager_t *m, const char *path, uint64_t size,
                        unsigned mode, char *err, size_t errlen) {
   wchar_t wpath[WL__WPATH_MAX];
@@ -144,22 +178,24 @@ int wl__os_file_create(wl_manager_t *m, const char *path, uint64_t size,
       (GetLastError() != ERROR_FILE_NOT_FOUND &&
        GetLastError() != ERROR_PATH_NOT_FOUND))
     return -EEXIST;
-  h = wl__create_tmp(m, path);
-  if (h == INVALID_HANDLE_VALUE)
-    return wl__fail(err, errlen, "create", path);
-  m->fd = h;
-  end.QuadPart = (LONGLONG)size;
-  if (!SetFilePointerEx(h, end, NULL, FILE_BEGIN) || !SetEndOfFile(h) ||
-      wl__map(m, size) != 0) {
+  if ((rc = wl__local(m)) != 0)
+    return wl__say(err, errlen, rc, "cannot create %s: out of memory", path);
+  h = wl__create_tmp(m, path, &m->local->doom);
+  if (h == INVALID_HANDLE_VALUE) {
     rc = wl__fail(err, errlen, "create", path);
-  } else if ((rc = wl__local(m)) != 0) {
-    wl__say(err, errlen, rc, "cannot create %s: out of memory", path);
-    UnmapViewOfFile(m->map);
   } else {
-    return 0;
+    m->fd = h;
+    end.QuadPart = (LONGLONG)size;
+    if (SetFilePointerEx(h, end, NULL, FILE_BEGIN) && SetEndOfFile(h) &&
+        wl__map(m, size) == 0)
+      return 0;
+    rc = wl__fail(err, errlen, "create", path);
+    wl__close_fd(m);
+    CloseHandle(m->local->doom);
+    m->tmp[0] = '\0';
   }
-  wl__close_fd(m);
-  wl__remove_tmp(m);
+  free(m->local);
+  m->local = NULL;
   return rc;
 }
 
@@ -173,8 +209,13 @@ int wl__os_file_publish(wl_manager_t *m, const char *path, char *err,
   if (wl__wide(m->tmp, wtmp) != 0 || wl__wide(path, wpath) != 0)
     return wl__say(err, errlen, WL_EINVAL, "cannot create %s: not UTF-8",
                    path);
+  /* From here to the rename, a kill leaves the temporary file. */
+  if (!wl__doomed(m->local->doom, FALSE))
+    return wl__fail(err, errlen, "create", path);
   if (MoveFileExW(wtmp, wpath, 0)) {
     m->tmp[0] = '\0';
+    CloseHandle(m->local->doom);
+    m->local->doom = NULL;
     return 0;
   }
   e = GetLastError();
@@ -207,6 +248,23 @@ static int wl__check(const char *path, const BY_HANDLE_FILE_INFORMATION *fi,
   return 0;
 }
 
+/* The file is this user's (os/win/machine.h, point 1): another user's,
+ * who could change every lock in it, is refused. */
+static int wl__check_owner(HANDLE h, const char *path, char *err,
+                           size_t errlen) {
+  char owner[192];
+  int rc = wl__win_owned(h, SE_FILE_OBJECT, owner, sizeof(owner));
+
+  if (rc < 0)
+    return wl__fail(err, errlen, "read the owner of", path);
+  if (rc > 0)
+    return wl__say(err, errlen, WL_EACCES,
+                   "cannot open %s: it belongs to %s, not to this process's "
+                   "user; on Windows a scope is its user's alone",
+                   path, owner);
+  return 0;
+}
+
 int wl__os_file_attach(wl_manager_t *m, const char *path, unsigned mode,
                        char *err, size_t errlen) {
   wchar_t wpath[WL__WPATH_MAX];
@@ -229,7 +287,8 @@ int wl__os_file_attach(wl_manager_t *m, const char *path, unsigned mode,
   }
   if (!GetFileInformationByHandle(m->fd, &fi))
     rc = wl__fail(err, errlen, "open", path);
-  else if ((rc = wl__check(path, &fi, err, errlen)) != 0)
+  else if ((rc = wl__check(path, &fi, err, errlen)) != 0 ||
+           (rc = wl__check_owner(m->fd, path, err, errlen)) != 0)
     ;
   else if (wl__map(m, ((uint64_t)fi.nFileSizeHigh << 32) | fi.nFileSizeLow) !=
            0)
@@ -251,6 +310,8 @@ void wl__os_file_drop(wl_manager_t *m) {
   m->map = NULL;
   if (m->local != NULL && m->local->mutex != NULL)
     CloseHandle(m->local->mutex);
+  if (m->local != NULL && m->local->doom != NULL)
+    CloseHandle(m->local->doom);
   free(m->local);
   m->local = NULL;
   /* Closed first: the file is removed once no handle has it open. */
@@ -264,6 +325,52 @@ int wl__os_file_reserve(wl_manager_t *m, uint64_t upto) {
   return 0;
 }
 
+/* The mutex's name (listed in \BaseNamedObjects, which anyone may read) is
+ * another's: an object of another kind (ERROR_INVALID_HANDLE) or one this
+ * user may not open (ERROR_ACCESS_DENIED) has it. */
+static int wl__mutex_taken(char *err, size_t errlen, const char *path,
+                           const wchar_t *name) {
+  DWORD e = GetLastError();
+
+  if (e != ERROR_INVALID_HANDLE && e != ERROR_ACCESS_DENIED)
+    return wl__fail(err, errlen, "open the mutex of", path);
+  return wl__say(err, errlen, WL_EACCES,
+                 "cannot open %s: the name of its mutex, %ls, is taken by "
+                 "%s that another process made while no process had the "
+                 "scope open; the scope can be opened once that process "
+                 "has closed it",
+                 path, name,
+                 e == ERROR_INVALID_HANDLE ? "an object of another kind"
+                                           : "an object this user may not "
+                                             "open");
+}
+
+/* A mutex that existed: made by a process of this user (kernel.c gives
+ * them this user as owner), or else by another user's process that took
+ * its name first, which is never waited on: its maker could hold it for
+ * ever. */
+static int wl__mutex_ours(wl_manager_t *m, const char *path,
+                          const wchar_t *name, char *err, size_t errlen) {
+  char owner[192];
+  int rc = wl__win_owned(m->local->mutex, SE_KERNEL_OBJECT, owner,
+                         sizeof(owner));
+
+  if (rc == 0)
+    return 0;
+  if (rc < 0)
+    rc = wl__fail(err, errlen, "read the owner of the mutex of", path);
+  else
+    rc = wl__say(err, errlen, WL_EACCES,
+                 "cannot open %s: its mutex, %ls, belongs to %s, not to "
+                 "this process's user: another user's process took its "
+                 "name while no process had the scope open; the scope can "
+                 "be opened once that process has closed it",
+                 path, name, owner);
+  CloseHandle(m->local->mutex);
+  m->local->mutex = NULL;
+  return rc;
+}
+
 /* The file at path is the one mapped, with one name, and the named mutex
  * the file names is opened (made, if no process has it open). The file is
  * known by its index on the volume of its path: wine reports volume serial
@@ -273,6 +380,7 @@ int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
                       size_t errlen) {
   wchar_t wpath[WL__WPATH_MAX], name[WL__WIN_NAME_MAX];
   BY_HANDLE_FILE_INFORMATION a, b;
+  SECURITY_ATTRIBUTES *sa;
   uint64_t number;
   HANDLE h;
   int same;
@@ -302,9 +410,12 @@ int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
   number = __atomic_load_n(&m->file_mutex->name, __ATOMIC_RELAXED);
   WL__HIDE(number);
   wl__win_name(name, "mutex", number);
-  m->local->mutex = CreateMutexW(NULL, FALSE, name);
+  sa = wl__win_objects();
+  m->local->mutex = sa == NULL ? NULL : CreateMutexW(sa, FALSE, name);
   if (m->local->mutex == NULL)
-    return wl__fail(err, errlen, "open the mutex of", path);
+    return wl__mutex_taken(err, errlen, path, name);
+  if (GetLastError() == ERROR_ALREADY_EXISTS)
+    return wl__mutex_ours(m, path, name, err, errlen);
   return 0;
 }
 

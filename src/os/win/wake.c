@@ -19,22 +19,35 @@
  * something is wrong with the random numbers. */
 #define WL__EVENT_TRIES 4
 
+/* A name that another object has (an event: ERROR_ALREADY_EXISTS; another
+ * kind of object: ERROR_INVALID_HANDLE; one this user may not open:
+ * ERROR_ACCESS_DENIED) is drawn again: never an event someone else made,
+ * who could then wake the agent or take its wake-ups. */
+static int wl__event_taken(DWORD error) {
+  if (error == ERROR_INVALID_HANDLE || error == ERROR_ACCESS_DENIED)
+    return -EEXIST;
+  return wl__win_errno(error);
+}
+
 /* Under the mutex. The number is in the record before the event exists. */
 int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake,
                      wl_wait_t *on) {
   wchar_t name[WL__WIN_NAME_MAX];
+  SECURITY_ATTRIBUTES *sa = wl__win_objects();
   HANDLE h = NULL;
   int rc = -EEXIST, tries;
 
   (void)m;
+  if (sa == NULL)
+    rc = wl__win_errno(GetLastError());
   for (tries = 0; tries < WL__EVENT_TRIES && rc == -EEXIST; tries++) {
     if ((rc = wl__os_draw(wake)) != 0)
       break;
     __atomic_store_n(stored, *wake, __ATOMIC_RELAXED);
     wl__win_name(name, "wake", *wake);
-    h = CreateEventW(NULL, FALSE, FALSE, name);
+    h = CreateEventW(sa, FALSE, FALSE, name);
     if (h == NULL) {
-      rc = wl__win_errno(GetLastError());
+      rc = wl__event_taken(GetLastError());
     } else if (GetLastError() == ERROR_ALREADY_EXISTS) {
       CloseHandle(h);
       h = NULL;
