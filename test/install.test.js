@@ -126,7 +126,7 @@ describe('WEB_LOCKS_NO_MACHINE at install', function () {
     }
   });
 
-  it('a build without the machine-wide manager says why: WEB_LOCKS_NO_MACHINE on Linux and macOS, Linux or macOS elsewhere', function () {
+  it('a build without the machine-wide manager says why: WEB_LOCKS_NO_MACHINE on Linux, macOS and Windows, those platforms elsewhere', function () {
     const target = { file: '/nowhere/web-locks.x', size: 8192, mode: 0o600 };
     const message = (platform) => {
       const r = runAs(platform, 'x64', `try { require(${JSON.stringify(path.join(PKG, 'lib', 'manager-machine.js'))}).openMachine({}, ${JSON.stringify(target)}) }
@@ -134,16 +134,16 @@ describe('WEB_LOCKS_NO_MACHINE at install', function () {
       assert.equal(r.status, 0, r.stderr);
       return JSON.parse(r.stdout);
     };
-    for (const platform of ['linux', 'darwin']) {
+    for (const platform of ['linux', 'darwin', 'win32']) {
       const built = message(platform);
       assert.equal(built.name, 'NotSupportedError');
       assert.match(built.message, /built with WEB_LOCKS_NO_MACHINE set/);
       assert.doesNotMatch(built.message, /needs Linux/);
     }
-    for (const platform of ['win32', 'freebsd']) {
+    for (const platform of ['freebsd', 'sunos']) {
       const other = message(platform);
       assert.equal(other.name, 'NotSupportedError');
-      assert.match(other.message, /it needs Linux or macOS/);
+      assert.match(other.message, /it needs Linux, macOS or Windows/);
     }
   });
 });
