@@ -9,9 +9,9 @@
  *   os/posix/  macOS, and Linux when asked (WL_OS_POSIX=1, for its tests):
  *              process-associated fcntl locks for the mutex and for proof of
  *              life, pidfd or kqueue for the death watch (os/posix/posix.h);
- *   os/win/    Windows: a named mutex, process identities for proof of life
- *              and the death watch, named events for wake-ups
- *              (os/win/machine.h).
+ *   os/win/    Windows: LockFileEx byte-range locks for the mutex and for
+ *              proof of life, process handles for the death watch, named
+ *              events for wake-ups (os/win/machine.h).
  * They call nothing of the core: what they need of a record comes to them as
  * arguments, and the sweep they start as a function.
  *
@@ -72,9 +72,9 @@ void wl__os_file_drop(wl_manager_t *m);
 int wl__os_file_reserve(wl_manager_t *m, uint64_t upto);
 /* Checks that the file at path is still the one opened (m->fd), with one
  * name (a hard link would give its agents two sets of wake-up names), and
- * readies the test of other processes' proof of life (on Linux a second
- * open of it, m->probe_fd) and the mutex (on Windows, opened by the name
- * in the file). 0 or an error code, with a message. */
+ * readies the test of other processes' proof of life (a second open of
+ * it: on Linux m->probe_fd, on Windows a handle of its own). 0 or an error
+ * code, with a message. */
 int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
                       size_t errlen);
 /* The file's device and inode, for a process's table of open scopes. */
@@ -95,13 +95,8 @@ void wl__os_work_unmap(wl_manager_t *m);
  * at offset 40 of the file, m->file_mutex), which the system gives up when
  * its holder dies, and whose next taker learns so. Its layout is the
  * family's, and part of the file's ABI (core/scope.c). */
-#if defined(_WIN32)
-struct wl__os_file_mutex_s {
-  uint64_t name;   /* its named mutex's number, drawn with the file */
-  uint32_t holder; /* the holder's pid while it is held, else 0 */
-  uint32_t broken; /* 1 once it is unusable for good */
-};
-#elif WL_OS_POSIX
+#if defined(_WIN32) || WL_OS_POSIX
+/* Its words, guarded by a byte-range lock (os/holder.h). */
 struct wl__os_file_mutex_s {
   uint32_t holder; /* the holder's pid while it is held, else 0 */
   uint32_t broken; /* 1 once it is unusable for good */

@@ -84,6 +84,7 @@ static int wl__local(wl_manager_t *m) {
   m->local = calloc(1, sizeof(*m->local));
   if (m->local == NULL)
     return WL_ENOMEM;
+  InitializeSRWLock(&m->local->mu);
   m->local->pid = GetCurrentProcessId();
   return 0;
 }
@@ -308,8 +309,8 @@ int wl__os_file_attach(wl_manager_t *m, const char *path, unsigned mode,
 void wl__os_file_drop(wl_manager_t *m) {
   UnmapViewOfFile(m->map);
   m->map = NULL;
-  if (m->local != NULL && m->local->mutex != NULL)
-    CloseHandle(m->local->mutex);
+  if (m->local != NULL && m->local->probe != NULL)
+    CloseHandle(m->local->probe);
   if (m->local != NULL && m->local->doom != NULL)
     CloseHandle(m->local->doom);
   free(m->local);
@@ -325,69 +326,23 @@ int wl__os_file_reserve(wl_manager_t *m, uint64_t upto) {
   return 0;
 }
 
-/* The mutex's name (listed in \BaseNamedObjects, which anyone may read) is
- * another's: an object of another kind (ERROR_INVALID_HANDLE) or one this
- * user may not open (ERROR_ACCESS_DENIED) has it. */
-static int wl__mutex_taken(char *err, size_t errlen, const char *path,
-                           const wchar_t *name) {
-  DWORD e = GetLastError();
-
-  if (e != ERROR_INVALID_HANDLE && e != ERROR_ACCESS_DENIED)
-    return wl__fail(err, errlen, "open the mutex of", path);
-  return wl__say(err, errlen, WL_EACCES,
-                 "cannot open %s: the name of its mutex, %ls, is taken by "
-                 "%s that another process made while no process had the "
-                 "scope open; the scope can be opened once that process "
-                 "has closed it",
-                 path, name,
-                 e == ERROR_INVALID_HANDLE ? "an object of another kind"
-                                           : "an object this user may not "
-                                             "open");
-}
-
-/* A mutex that existed: made by a process of this user (kernel.c gives
- * them this user as owner), or else by another user's process that took
- * its name first, which is never waited on: its maker could hold it for
- * ever. */
-static int wl__mutex_ours(wl_manager_t *m, const char *path,
-                          const wchar_t *name, char *err, size_t errlen) {
-  char owner[192];
-  int rc = wl__win_owned(m->local->mutex, SE_KERNEL_OBJECT, owner,
-                         sizeof(owner));
-
-  if (rc == 0)
-    return 0;
-  if (rc < 0)
-    rc = wl__fail(err, errlen, "read the owner of the mutex of", path);
-  else
-    rc = wl__say(err, errlen, WL_EACCES,
-                 "cannot open %s: its mutex, %ls, belongs to %s, not to "
-                 "this process's user: another user's process took its "
-                 "name while no process had the scope open; the scope can "
-                 "be opened once that process has closed it",
-                 path, name, owner);
-  CloseHandle(m->local->mutex);
-  m->local->mutex = NULL;
-  return rc;
-}
-
-/* The file at path is the one mapped, with one name, and the named mutex
- * the file names is opened (made, if no process has it open). The file is
- * known by its index on the volume of its path: wine reports volume serial
- * 0 for a handle of a file renamed since it was opened (the created one),
- * so the volume's serial is taken from the open by path. */
+/* The file at path is the one mapped, with one name; the open by path is
+ * kept as the probe handle (os/win/life.c), a handle of its own whose byte
+ * locks are not m->fd's. The file is known by its index on the volume of
+ * its path: wine reports volume serial 0 for a handle of a file renamed
+ * since it was opened (the created one), so the volume's serial is taken
+ * from the open by path; both are kept, so that the file's identity needs
+ * no call on m->fd, on which a thread may wait for the mutex's byte. */
 int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
                       size_t errlen) {
-  wchar_t wpath[WL__WPATH_MAX], name[WL__WIN_NAME_MAX];
+  wchar_t wpath[WL__WPATH_MAX];
   BY_HANDLE_FILE_INFORMATION a, b;
-  SECURITY_ATTRIBUTES *sa;
-  uint64_t number;
   HANDLE h;
   int same;
 
   if (wl__wide(path, wpath) != 0)
     return wl__say(err, errlen, WL_EINVAL, "cannot open %s: not UTF-8", path);
-  h = CreateFileW(wpath, 0,
+  h = CreateFileW(wpath, GENERIC_READ,
                   FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
                   OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT, NULL);
   if (h == INVALID_HANDLE_VALUE)
@@ -397,35 +352,27 @@ int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
          GetFileInformationByHandle(m->fd, &a) &&
          a.nFileIndexHigh == b.nFileIndexHigh &&
          a.nFileIndexLow == b.nFileIndexLow;
-  CloseHandle(h);
-  if (!same)
+  if (!same) {
+    CloseHandle(h);
     return wl__say(err, errlen, WL_ECORRUPT,
                    "%s was replaced while it was being opened", path);
-  if (a.nNumberOfLinks != 1)
+  }
+  if (a.nNumberOfLinks != 1) {
+    CloseHandle(h);
     return wl__say(err, errlen, -EMLINK,
                    "%s has %lu names (hard links); a scope's file must "
                    "have one: remove the others",
                    path, (unsigned long)a.nNumberOfLinks);
+  }
+  m->local->probe = h;
   m->local->volume = b.dwVolumeSerialNumber;
-  number = __atomic_load_n(&m->file_mutex->name, __ATOMIC_RELAXED);
-  WL__HIDE(number);
-  wl__win_name(name, "mutex", number);
-  sa = wl__win_objects();
-  m->local->mutex = sa == NULL ? NULL : CreateMutexW(sa, FALSE, name);
-  if (m->local->mutex == NULL)
-    return wl__mutex_taken(err, errlen, path, name);
-  if (GetLastError() == ERROR_ALREADY_EXISTS)
-    return wl__mutex_ours(m, path, name, err, errlen);
+  m->local->ino = ((uint64_t)b.nFileIndexHigh << 32) | b.nFileIndexLow;
   return 0;
 }
 
 int wl__os_file_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino) {
-  BY_HANDLE_FILE_INFORMATION fi;
-
-  if (!GetFileInformationByHandle(m->fd, &fi))
-    return wl__win_errno(GetLastError());
   *dev = m->local->volume;
-  *ino = ((uint64_t)fi.nFileIndexHigh << 32) | fi.nFileIndexLow;
+  *ino = m->local->ino;
   return 0;
 }
 

@@ -1,11 +1,12 @@
 /* What the Windows family's files share of the system: its error codes as
  * errnos, the names of its named objects, their security and the file's,
- * and their owners (os/win/machine.h, point 6), and random numbers (a file of its own, so
- * that those files call one way only). */
+ * and their owners (os/win/machine.h, point 6), random numbers, and byte
+ * locks (a file of its own, so that those files call one way only). */
 #define _CRT_RAND_S /* rand_s (msvcrt.dll) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "machine.h"
 
@@ -172,4 +173,15 @@ int wl__os_draw(uint64_t *number) {
     *number = ((uint64_t)hi << 32) | lo;
   } while (*number == 0);
   return 0;
+}
+
+BOOL wl__win_lock(HANDLE h, DWORD flags, uint64_t at) {
+  OVERLAPPED o;
+
+  memset(&o, 0, sizeof(o));
+  o.Offset = (DWORD)at;
+  o.OffsetHigh = (DWORD)(at >> 32);
+  if (flags == (DWORD)-1)
+    return UnlockFileEx(h, 0, 1, 0, &o);
+  return LockFileEx(h, flags, 0, 1, 0, &o);
 }

@@ -1,7 +1,11 @@
 /* Proof of life in the Windows family (os/machine.h; the design:
- * os/win/machine.h, point 3): the owner's process identity, pid and
- * creation time, in its record. The system never marks a word when a
- * process dies: the identity is tested against the process table. */
+ * os/win/machine.h, point 3): an exclusive lock of the owner's handle of
+ * the file on one byte, at WL__LIFE_AT + the owner record's offset, which
+ * the system gives up when the handle closes, so when its process ends,
+ * however it ends. Others test it through a second handle (the probe), for
+ * which the byte is held even when this process's own handle holds it.
+ * The pid and creation time in the record only name a process to the
+ * death watch (os/win/watch.c). */
 #include "machine.h"
 
 #define SEQ __ATOMIC_SEQ_CST
@@ -22,40 +26,34 @@ int wl__win_created(HANDLE h, uint64_t *created) {
   return 0;
 }
 
-/* 1 while the process of that identity runs, or cannot be asked about
- * (another user's: access denied; a call that fails); 0 once it has ended,
- * or never was. */
-static int wl__alive(DWORD pid, uint64_t created) {
-  HANDLE h;
-  uint64_t c;
-  int alive;
+/* A shared lock, so that two threads' probes (a sweep's and a watcher's)
+ * never exclude each other; an owner's exclusive one excludes it. */
+int wl__win_held(wl_manager_t *m, wl_off_t off) {
+  uint64_t at = WL__LIFE_AT + off;
 
-  if (pid == 0)
-    return 0;
-  h = OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
-  if (h == NULL)
-    return GetLastError() != ERROR_INVALID_PARAMETER;
-  if (wl__win_created(h, &c) != 0)
-    alive = 1;
-  else
-    alive = c == created && WaitForSingleObject(h, 0) != WAIT_OBJECT_0;
-  CloseHandle(h);
-  return alive;
+  if (wl__win_owner(m, off) == NULL ||
+      !wl__win_lock(m->local->probe, LOCKFILE_FAIL_IMMEDIATELY, at))
+    return 1;
+  wl__win_lock(m->local->probe, (DWORD)-1, at);
+  return 0;
 }
 
-/* Under the mutex: a record no live process holds gets this process's
- * identity, pid last, so that a reader without the mutex (a watcher) that
- * sees the pid sees its creation time. */
+/* Under the mutex. The identity is written once the byte is held, pid
+ * last, so that a watcher that reads the pid reads its creation time. */
 int wl__os_life_take(wl_manager_t *m, wl_off_t owner) {
   wl__owner_t *o = wl__win_owner(m, owner);
   uint64_t created;
+  DWORD e;
 
   if (o == NULL)
     return WL_ECORRUPT;
-  if (wl__os_life_held(m, owner))
-    return -EBUSY;
   if (wl__win_created(GetCurrentProcess(), &created) != 0)
     return wl__win_errno(GetLastError());
+  if (!wl__win_lock(m->fd, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
+                    WL__LIFE_AT + owner)) {
+    e = GetLastError();
+    return e == ERROR_LOCK_VIOLATION ? -EBUSY : wl__win_errno(e);
+  }
   __atomic_store_n(&o->pid, 0, SEQ);
   __atomic_store_n(&o->created, created, SEQ);
   __atomic_store_n(&o->pid, (uint32_t)m->local->pid, SEQ);
@@ -69,24 +67,15 @@ void wl__os_life_give(wl_manager_t *m, wl_off_t owner) {
     return;
   __atomic_store_n(&o->pid, 0, SEQ);
   __atomic_store_n(&o->created, 0, SEQ);
+  wl__win_lock(m->fd, (DWORD)-1, WL__LIFE_AT + owner);
 }
 
-/* When in doubt (a record out of bounds), it is held. */
+/* When in doubt (a record out of bounds, a test that fails), it is held. */
 int wl__os_life_held(wl_manager_t *m, wl_off_t owner) {
-  const wl__owner_t *o = wl__win_owner(m, owner);
-  uint32_t pid;
-  uint64_t created;
-
-  if (o == NULL)
-    return 1;
-  pid = __atomic_load_n(&o->pid, SEQ);
-  created = __atomic_load_n(&o->created, SEQ);
-  WL__HIDE(pid);
-  WL__HIDE(created);
-  return wl__alive(pid, created);
+  return wl__win_held(m, owner);
 }
 
-/* The system marks no word at a death: only the process table says. */
+/* The system marks no word at a death: only the byte says. */
 int wl__os_life_ended(const wl__owner_t *o) {
   (void)o;
   return 0;

@@ -20,51 +20,70 @@
  *      Windows. The file is not sparse: extending it has the file system
  *      allocate all of it, so a full disk fails its creation, never a
  *      store into it (wl__os_file_reserve has nothing left to do).
- *   2. The mutex: a named mutex (Global\, so that processes of every
- *      session of the user meet) named by a number drawn with the file and
- *      kept in it (wl__os_file_mutex_t.name). The name is no secret: any
- *      process, of any user, can list \BaseNamedObjects and read it there
- *      while the scope is open, and make an object under it once no
- *      process has the scope open. A mutex that exists already is used
- *      only if this user owns it (point 6); one of another user's, or an
- *      object of another kind under the name, has the open fail with
- *      EACCES, never wait on an object that another user holds. Windows gives
- *      a mutex whose holder thread ended up to its next taker with
- *      WAIT_ABANDONED; a holder word, as in the POSIX family, covers the
- *      named mutex that went away with its last handle (its holder was the
- *      last process with it open, and died): the next process makes a new
- *      one and finds the word set. A `broken` word marks it unusable for
- *      good, as LMDB does.
- *   3. Proof of life: the owner's process identity in its record (pid and
- *      creation time, which together never name two processes). Another
- *      process tests it by opening that pid (OpenProcess), comparing the
- *      creation time, and asking whether it has ended (its handle is
- *      signalled). No such process, or another one at that pid, or an
- *      ended one: dead. A process that cannot be opened (another user's,
- *      access denied): alive, in doubt. Nothing read from the record is
- *      trusted beyond naming a process to ask the system about.
+ *   2. The mutex: an exclusive LockFileEx lock on the byte at WL__MUTEX_AT,
+ *      far past the file's end, through the manager's handle of the file,
+ *      then the holder and broken words in the file (os/holder.h, shared
+ *      with the POSIX family: a taker that got the byte and finds `holder`
+ *      set follows a holder that died holding it; `broken`: unusable for
+ *      good, LMDB's rule). A byte-range lock is the file's, not a name's:
+ *      no object can be made under a name to squat it, and the system
+ *      gives it up when the handle closes, so when its process ends.
+ *      ASSUMED, not tested: processes of containers (silos, each with its
+ *      own \BaseNamedObjects) that share the file's directory meet on it,
+ *      as the file system keeps it. Windows's byte locks belong
+ *      to a handle (its file object) and process: two handles of one
+ *      process exclude each other, and so do two threads through one
+ *      handle (test/c/test-win-machine.c, test_one_handle_two_threads), so
+ *      no per-process table (as the POSIX family's local.c) is needed: each
+ *      manager has its handle and its state (wl__os_local_t). Threads of a
+ *      manager still take an SRW lock of it before the byte, so that only
+ *      one of them at a time waits inside LockFileEx: ASSUMED, from the I/O
+ *      manager's serialisation of calls on a synchronous handle, that a
+ *      thread waiting there may hold up the other calls on that handle
+ *      (UnlockFileEx by the holder included); wine does not serialise them.
+ *      No call on the manager's handle other than its byte locks is made
+ *      after it is opened (its identity is kept from the open: file.c).
+ *   3. Proof of life: each owner holds an exclusive lock on the byte at
+ *      WL__LIFE_AT + its record's offset through its manager's handle
+ *      (os/win/life.c). Any process tests it by asking for a shared lock
+ *      on the byte, without waiting, through a second handle of the file
+ *      (the probe handle, the open by path that checks the file: its locks
+ *      are not the manager's handle's, so this process's own owners read
+ *      as held) and giving it back at once if it got it; shared, so that
+ *      two threads' probes never exclude each other. Any failure: held, in
+ *      doubt. The pid and creation time in the record only name a process
+ *      to the death watch (point 5): a pid reused by another process, a
+ *      forged record, or a copy of a live scope's file (whose bytes no one
+ *      locks) never keep a dead owner alive. Windows gives a process's
+ *      locks up as its handles close, when it exits or is terminated: wine
+ *      (its wineserver) at once; real Windows documents only that the
+ *      locks are unlocked by the operating system, not when, and may do it
+ *      after the process's handle is signalled.
  *   4. Wake-ups: a named auto-reset event per agent (and per owner's
  *      watcher, its bell), named by a number drawn at random (Global\,
  *      web-locks-wake-<16 hex digits>). The system removes a named event
  *      with its last handle: a dead agent leaves nothing to reap.
- *   5. The death watch: a watcher thread per manager waits on its bell and
- *      on the process handle of the owner it watches (checked against the
- *      owner's creation time), and asks its sweeper thread to sweep when
- *      that process ends (os/win/watch.c).
- *   6. Who may open the named objects: each is made with a DACL that gives
+ *   5. The death watch: a watcher thread per manager waits on its bell and,
+ *      while the target's byte is held, on the process handle of the
+ *      process its record names (checked against the record's creation
+ *      time), and then asks for the byte again, every few milliseconds,
+ *      until it is let go (point 3: its release may come after the process
+ *      handle is signalled), and asks its sweeper thread to sweep. A
+ *      record that names no process this user can open (another user's, a
+ *      forged one) has the watcher wait on its bell only: the next sweep
+ *      finds that death by its byte (os/win/watch.c).
+ *   6. Who may open the wake events: each is made with a DACL that gives
  *      this process's user and SYSTEM full access, and no one else any,
  *      whatever the token's default DACL (an elevated process's admits
  *      Administrators and SYSTEM but not the user, whose processes that are
- *      not elevated could then open neither the mutex nor a wake event:
- *      their wake-ups would be lost and their waits endless), and with the
- *      user as their owner (os/win/kernel.c). Built once per process from
- *      its token. Assumed, not tested (wine has no elevation): Windows
- *      labels an object with its maker's integrity level only below
- *      medium, so an elevated (high) process's objects read as medium and
- *      the user's other processes may write them. An object found under a name (the mutex's, which others
- *      can learn: point 2) is used only if its owner is this user, which
- *      only this user's processes (and administrators) can make it; a wake
- *      event's name that exists already is drawn again. */
+ *      not elevated could then open no wake event: their wake-ups would be
+ *      lost and their waits endless), and with the user as their owner
+ *      (os/win/kernel.c). Built once per process from its token. Assumed,
+ *      not tested (wine has no elevation): Windows labels an object with
+ *      its maker's integrity level only below medium, so an elevated
+ *      (high) process's objects read as medium and the user's other
+ *      processes may write them. A wake event's name that exists already
+ *      is drawn again. */
 #ifndef WL_OS_WIN_MACHINE_H
 #define WL_OS_WIN_MACHINE_H
 
@@ -79,18 +98,36 @@
 /* The named objects' names: Global\web-locks-<kind>-<16 hex digits>. */
 #define WL__WIN_NAME_MAX 64
 
-/* This process's state of a manager's file (m->local), one per handle. */
+/* Far past any file's end (a region is at most 2^40 bytes): a byte-range
+ * lock needs no data there. */
+#define WL__MUTEX_AT ((uint64_t)1 << 47)
+#define WL__LIFE_AT ((uint64_t)1 << 48)
+
+/* This manager's state of its file (m->local): one per handle of the file
+ * (point 2). */
 typedef struct wl__os_local_s {
-  HANDLE mutex; /* the named mutex, once the file is probed */
+  SRWLOCK mu;   /* the mutex among this handle's threads */
+  int dead;     /* taken after its holder died, not repaired: under mu */
   DWORD pid;    /* this process's id */
-  int dead;     /* the mutex's last holder died: repairing */
+  HANDLE probe; /* a second handle of the file, once probed (point 3) */
   DWORD volume; /* the serial number of the file's volume, once probed */
+  uint64_t ino; /* the file's index on it, once probed */
   HANDLE doom;  /* a made file's, with DELETE access, until published */
 } wl__os_local_t;
 
+/* Takes (LOCKFILE_EXCLUSIVE_LOCK and LOCKFILE_FAIL_IMMEDIATELY in flags, or
+ * 0) or gives back (flags -1) a lock on the byte at `at` through h: TRUE,
+ * or FALSE (GetLastError says why; ERROR_LOCK_VIOLATION: another handle
+ * holds it). */
+BOOL wl__win_lock(HANDLE h, DWORD flags, uint64_t at);
+/* Whether owner record `off`'s byte is held, asked through the probe
+ * handle and given back at once: 1, and when in doubt; 0 if it is free
+ * (life.c). */
+int wl__win_held(wl_manager_t *m, wl_off_t off);
+
 /* kernel.c: name = Global\web-locks-<kind>-<number in hex>. */
 void wl__win_name(wchar_t *name, const char *kind, uint64_t number);
-/* kernel.c: the security attributes of the named objects (owned by this
+/* kernel.c: the security attributes of the wake events (owned by this
  * process's user, open to that user and SYSTEM alone) and of the file
  * (owned by that user): NULL if this process's user cannot be learnt
  * (GetLastError says why). Made once per process. */

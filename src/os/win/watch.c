@@ -4,10 +4,14 @@
  * watches the owner after its own, and a death it notices has its
  * process's sweeper thread sweep.
  *
- * The process watched is the one whose identity the target's record holds
- * (os/win/life.c): opened by pid, and its creation time compared, so that
- * a pid that names another process now is never waited on. Its handle is
- * signalled once the process has ended, however it ended.
+ * The target's byte (os/win/life.c) says whether it lives; the identity in
+ * its record (pid and creation time) only names a process to wait for: its
+ * handle is signalled once it has ended, however it ended. A record's
+ * identity is not trusted: the process it names is waited for only while
+ * the byte is held, and the byte is asked again once that process has
+ * ended, every few milliseconds (Windows gives a dead process's locks up
+ * as its handles close, which may come after its handle is signalled)
+ * until it is let go or the bell rings.
  *
  * A watcher learns of a new target through its bell: an auto-reset event
  * of its own (os/win/wake.c), named by the owner record's `wake`, which
@@ -15,12 +19,14 @@
  * after a wait that its bell ended: a change after that read leaves the
  * bell set, which ends the next wait at once.
  *
- * Where the target's process cannot be opened (another user's: access
- * denied), the watcher waits for its bell only: that death is found by the
- * next sweep (an open of the scope, a repair, wl_sweep).
+ * Where the record names no process that can be opened (another user's:
+ * access denied; one that has ended, its pid taken by another; a forged
+ * identity), the watcher waits for its bell only: that death is found by
+ * the next sweep (an open of the scope, a repair, wl_sweep), by its byte.
  *
- * The watcher takes no lock: it reads its record with atomics and asks the
- * sweeper, so that it can be stopped, and waited for, under the mutex. */
+ * The watcher takes no lock: it reads its record with atomics, asks for
+ * bytes without waiting, and asks the sweeper, so that it can be stopped,
+ * and waited for, under the mutex. */
 #include <stdlib.h>
 
 #include "machine.h"
@@ -54,14 +60,14 @@ static DWORD WINAPI wl__sweeper_main(void *arg) {
   }
 }
 
-/* Whether t is an offset at which an owner record can be, in the whole
- * region: read without the mutex, a bad one is the mutex holder's to
- * report. */
-static wl__owner_t *wl__target(const wl__watch_t *w) {
+/* The target's offset, if it is one at which an owner record can be, in
+ * the whole region, else 0: read without the mutex, a bad one is the mutex
+ * holder's to report. */
+static wl_off_t wl__target(const wl__watch_t *w) {
   wl_off_t t = __atomic_load_n(&w->self->watch, SEQ);
 
   WL__HIDE(t);
-  return t == 0 ? NULL : wl__win_owner(w->m, t);
+  return t == 0 || wl__win_owner(w->m, t) == NULL ? 0 : t;
 }
 
 #define WL__DIED 1
@@ -76,32 +82,46 @@ static int wl__bell(wl__watch_t *w) {
                                                                  : WL__CANNOT;
 }
 
-/* Until the target changes (its bell is set) or its process has ended:
- * WL__DIED if it ended, WL__AGAIN, or WL__CANNOT. */
-static int wl__watch_one(wl__watch_t *w, const wl__owner_t *t) {
-  uint32_t pid = __atomic_load_n(&t->pid, SEQ);
-  uint64_t created = __atomic_load_n(&t->created, SEQ), c;
+/* After its process has ended: until its byte is let go (WL__DIED) or the
+ * bell rings (WL__AGAIN), looking again after 1, 2, 4 ... up to 64 ms. */
+static int wl__let_go(wl__watch_t *w, wl_off_t t) {
+  DWORD delay = 1, r;
+
+  while (wl__win_held(w->m, t)) {
+    if ((r = WaitForSingleObject(w->bell, delay)) != WAIT_TIMEOUT)
+      return r == WAIT_OBJECT_0 ? WL__AGAIN : WL__CANNOT;
+    if (delay < 64)
+      delay *= 2;
+  }
+  return WL__DIED;
+}
+
+/* Until the target changes (its bell is set) or its byte is let go:
+ * WL__DIED if it was, WL__AGAIN, or WL__CANNOT. */
+static int wl__watch_one(wl__watch_t *w, wl_off_t t, const wl__owner_t *o) {
+  uint32_t pid = __atomic_load_n(&o->pid, SEQ);
+  uint64_t created = __atomic_load_n(&o->created, SEQ), c;
   HANDLE h[2];
   DWORD r;
 
   WL__HIDE(pid);
   WL__HIDE(created);
-  if (pid == 0)
+  if (!wl__win_held(w->m, t))
     return WL__DIED;
   h[0] = w->bell;
-  h[1] = OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE,
-                     pid);
+  h[1] = pid == 0 ? NULL
+                  : OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION,
+                                FALSE, pid);
   if (h[1] == NULL)
-    return GetLastError() == ERROR_INVALID_PARAMETER ? WL__DIED : wl__bell(w);
-  if (wl__win_created(h[1], &c) != 0) {
+    return wl__bell(w);
+  if (wl__win_created(h[1], &c) != 0 || c != created) {
     CloseHandle(h[1]);
     return wl__bell(w);
   }
-  r = c == created ? WaitForMultipleObjects(2, h, FALSE, INFINITE)
-                   : WAIT_OBJECT_0 + 1;
+  r = WaitForMultipleObjects(2, h, FALSE, INFINITE);
   CloseHandle(h[1]);
   if (r == WAIT_OBJECT_0 + 1)
-    return WL__DIED;
+    return wl__let_go(w, t);
   return r == WAIT_OBJECT_0 ? WL__AGAIN : wl__bell(w);
 }
 
@@ -110,10 +130,11 @@ static DWORD WINAPI wl__watcher_main(void *arg) {
   int rc = WL__AGAIN;
 
   while (rc != WL__CANNOT && !__atomic_load_n(&w->stop, SEQ)) {
-    wl__owner_t *t = wl__target(w);
-    if (t == NULL) {
+    wl_off_t t = wl__target(w);
+    if (t == 0) {
       rc = wl__bell(w);
-    } else if ((rc = wl__watch_one(w, t)) == WL__DIED) {
+    } else if ((rc = wl__watch_one(w, t, wl__win_owner(w->m, t))) ==
+               WL__DIED) {
       /* The sweep mends the ring, which sets the bell. */
       SetEvent(w->ask);
       rc = wl__bell(w);
