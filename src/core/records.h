@@ -49,9 +49,10 @@ typedef struct {
   wl__link_t agents; /* its agents */
   wl_off_t watch;    /* the owner whose life its watcher watches, or 0 */
 #ifdef _WIN32
-  /* Its process's identity, its proof of life (os/win/life.c): pid and
-   * creation time; 0: none. `wake` names its watcher's bell, an event set
-   * when watch changes (os/win/watch.c). */
+  /* Its process's identity, pid and creation time (0: none), which names
+   * it to the death watch only: its proof of life is a byte lock
+   * (os/win/life.c). `wake` names its watcher's bell, an event set when
+   * watch changes (os/win/watch.c). */
   uint32_t pid;
   uint32_t pad;
   uint64_t created;

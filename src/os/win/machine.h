@@ -30,19 +30,23 @@
  *      gives it up when the handle closes, so when its process ends.
  *      ASSUMED, not tested: processes of containers (silos, each with its
  *      own \BaseNamedObjects) that share the file's directory meet on it,
- *      as the file system keeps it. Windows's byte locks belong
- *      to a handle (its file object) and process: two handles of one
- *      process exclude each other, and so do two threads through one
- *      handle (test/c/test-win-machine.c, test_one_handle_two_threads), so
- *      no per-process table (as the POSIX family's local.c) is needed: each
+ *      as the file system keeps it. Windows's byte locks belong to a
+ *      handle (its file object) and process: two handles of one process
+ *      exclude each other, and so do two threads through one handle
+ *      (test/c/test-win-machine.c, test_one_handle_two_threads), so no
+ *      per-process table (as the POSIX family's local.c) is needed: each
  *      manager has its handle and its state (wl__os_local_t). Threads of a
  *      manager still take an SRW lock of it before the byte, so that only
- *      one of them at a time waits inside LockFileEx: ASSUMED, from the I/O
- *      manager's serialisation of calls on a synchronous handle, that a
- *      thread waiting there may hold up the other calls on that handle
- *      (UnlockFileEx by the holder included); wine does not serialise them.
- *      No call on the manager's handle other than its byte locks is made
- *      after it is opened (its identity is kept from the open: file.c).
+ *      one of them at a time waits inside LockFileEx: ASSUMED, not tested,
+ *      from the I/O manager's serialisation of calls on a synchronous
+ *      handle, that a thread waiting there may hold up the other calls on
+ *      that handle (UnlockFileEx by the holder included). Once the scope is
+ *      open, no call on the manager's handle but its byte locks is made
+ *      (its identity is kept from the open: file.c). Its handles are not
+ *      inheritable: Windows lets go of a handle's locks as its file object
+ *      is cleaned up, once its last handle closes, so a child holding a
+ *      copy would keep them past its parent's death (ASSUMED from the file
+ *      systems' unlock-all at cleanup).
  *   3. Proof of life: each owner holds an exclusive lock on the byte at
  *      WL__LIFE_AT + its record's offset through its manager's handle
  *      (os/win/life.c). Any process tests it by asking for a shared lock
@@ -118,7 +122,8 @@ typedef struct wl__os_local_s {
 /* Takes (LOCKFILE_EXCLUSIVE_LOCK and LOCKFILE_FAIL_IMMEDIATELY in flags, or
  * 0) or gives back (flags -1) a lock on the byte at `at` through h: TRUE,
  * or FALSE (GetLastError says why; ERROR_LOCK_VIOLATION: another handle
- * holds it). */
+ * holds it). Giving back a byte the handle holds fails only for a handle
+ * no longer valid, whose locks went with it: no caller looks. */
 BOOL wl__win_lock(HANDLE h, DWORD flags, uint64_t at);
 /* Whether owner record `off`'s byte is held, asked through the probe
  * handle and given back at once: 1, and when in doubt; 0 if it is free
