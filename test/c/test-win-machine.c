@@ -58,6 +58,12 @@ static void child_wait(const char *p, const char *queued,
   exit(0);
 }
 
+/* Says it runs, and waits to be ended: a process that has no scope open. */
+static void child_idle(const char *ready) {
+  twin_set(twin_event_open(ready));
+  Sleep(INFINITE);
+}
+
 /* Opens the manager, then dies at `point` in its next operation. */
 static void child_die(const char *p, const char *point) {
   wl_manager_t *m = tscope_open(p, SIZE);
@@ -144,6 +150,8 @@ static int child(int argc, char **argv) {
     child_die(argv[3], argv[4]);
   else if (argc == 6 && strcmp(argv[2], "work") == 0)
     child_work(argv[3], argv[4], argv[5]);
+  else if (argc == 5 && strcmp(argv[2], "idle") == 0)
+    child_idle(argv[4]);
   else if (argc == 4 && strcmp(argv[2], "die-creating") == 0)
     child_die_creating(argv[3]);
   else if (argc == 6 && strcmp(argv[2], "count") == 0)
@@ -645,6 +653,57 @@ static void test_reused_pid_is_dead(void) {
   tshm_remove(path);
 }
 
+/* A watched owner whose record names another process (a forged identity;
+ * or, on Windows, a process whose locks are let go after its handle is
+ * signalled): that process's end makes the watcher ask for the byte again,
+ * which stays held while its holder lives, and once the holder is killed
+ * the watcher notices it without anyone calling wl_sweep. */
+static void test_watch_asks_again(void) {
+  char held_name[64], idle_name[64];
+  void *held = twin_event(held_name), *idle_ready = twin_event(idle_name);
+  void *c, *idle;
+  wl_manager_t *m;
+  wl__owner_t *self, *o;
+  wl_agent_t a;
+  wl_request_t x;
+  unsigned events;
+  uint64_t created;
+
+  tshm_path(path, sizeof(path), "asks-again");
+  c = spawn("hold", held_name, NULL);
+  ASSERT(twin_wait(held, 30000));
+  idle = spawn("idle", idle_name, NULL);
+  ASSERT(twin_wait(idle_ready, 30000));
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tfifo_notify));
+  ASSERT_EQ(0, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl__win_created(idle, &created));
+  ASSERT_EQ(0, wl__lock(m));
+  self = WL__REC(m, m->self, wl__owner_t);
+  o = WL__REC(m, self->watch, wl__owner_t);
+  o->created = created;
+  o->pid = GetProcessId(idle);
+  /* The watcher reads the forged identity. */
+  wl__os_watch_target(m, self, self->watch);
+  wl__unlock(m);
+  twin_kill(idle);
+  /* Nothing says when the watcher has looked: a while, in which the
+   * holder's byte is held and x is not granted. */
+  Sleep(300);
+  ASSERT(wl_agent_next(&a, &events) == NULL);
+  twin_kill(c);
+  tawait_grant(&a, &x);
+  ASSERT_EQ(137, twin_exit(idle));
+  ASSERT_EQ(137, twin_exit(c));
+  ASSERT_EQ(1, wl_release(&x));
+  wl_agent_close(&a);
+  expect_empty(m);
+  wl_scope_close(m);
+  CloseHandle(held);
+  CloseHandle(idle_ready);
+  tshm_remove(path);
+}
+
 /* A copy of a live scope's file: its owners, this process's among them,
  * hold no byte of the copy, and are dead there. */
 static void test_copy_owners_dead(void) {
@@ -831,6 +890,7 @@ int main(int argc, char **argv) {
   RUN(test_one_handle_two_threads);
   RUN(test_life);
   RUN(test_reused_pid_is_dead);
+  RUN(test_watch_asks_again);
   RUN(test_copy_owners_dead);
   RUN(test_hostile_watch_target);
   RUN(test_crash_at_every_point);
