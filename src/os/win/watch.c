@@ -113,10 +113,10 @@ static int wl__watch_one(wl__watch_t *w, wl_off_t t, const wl__owner_t *o) {
                   : OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION,
                                 FALSE, pid);
   if (h[1] == NULL)
-    return wl__bell(w);
+    return wl__let_go(w, t);
   if (wl__win_created(h[1], &c) != 0 || c != created) {
     CloseHandle(h[1]);
-    return wl__bell(w);
+    return wl__let_go(w, t);
   }
   r = WaitForMultipleObjects(2, h, FALSE, INFINITE);
   CloseHandle(h[1]);
