@@ -20,9 +20,11 @@
  * bell set, which ends the next wait at once.
  *
  * Where the record names no process that can be opened (another user's:
- * access denied; one that has ended, its pid taken by another; a forged
- * identity), the watcher waits for its bell only: that death is found by
- * the next sweep (an open of the scope, a repair, wl_sweep), by its byte.
+ * access denied; one that has ended and is gone, or whose pid another has
+ * taken, while its byte is still held; a forged identity), the watcher
+ * asks for the byte again as after a process's end: a watcher that comes
+ * to a target after its process's end (its first look, or a look after its
+ * bell rang) would otherwise never notice the byte let go.
  *
  * The watcher takes no lock: it reads its record with atomics, asks for
  * bytes without waiting, and asks the sweeper, so that it can be stopped,
