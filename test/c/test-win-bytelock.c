@@ -15,7 +15,10 @@
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
+#include <aclapi.h>
 #include <stdlib.h>
+
+#include <sddl.h>
 
 #include "test.h"
 #include "../../src/os/win/machine.h"
@@ -154,6 +157,52 @@ static void test_first_watch_of_ended_process(void) {
   finish(&s);
 }
 
+/* A handle with read access alone holds any byte lock (LockFileEx needs
+ * GENERIC_READ or GENERIC_WRITE): whoever may read the file can hold the
+ * mutex's byte (every process's wl__lock then waits) or a dead owner's
+ * life byte (never swept). The POSIX family refuses such bits
+ * (WL__MODE_OK); here the file's access is its directory's. So the file
+ * is to admit this user and SYSTEM alone, whatever its directory: fails on
+ * the code under review, which gives the file no DACL of its own. */
+static void test_file_dacl_private(void) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PACL dacl = NULL;
+  wl_manager_t *m;
+  HANDLE r;
+  DWORD i;
+
+  tshm_path(path, sizeof(path), "dacl-file");
+  m = tscope_open(path, SIZE);
+  /* The mechanism: a read-only handle takes the mutex's byte. */
+  r = CreateFileA(path, GENERIC_READ,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                  OPEN_EXISTING, 0, NULL);
+  ASSERT(r != INVALID_HANDLE_VALUE);
+  ASSERT(wl__win_lock(r, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
+                      WL__MUTEX_AT));
+  ASSERT(wl__win_lock(r, (DWORD)-1, WL__MUTEX_AT));
+  CloseHandle(r);
+  ASSERT_EQ(ERROR_SUCCESS,
+            GetSecurityInfo(m->fd, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION,
+                            NULL, NULL, &dacl, NULL, &sd));
+  ASSERT(dacl != NULL);
+  printf("  the file's DACL has %u entries\n", (unsigned)dacl->AceCount);
+  for (i = 0; i < dacl->AceCount; i++) {
+    ACCESS_ALLOWED_ACE *ace;
+    char *sid = NULL;
+    ASSERT(GetAce(dacl, i, (void **)&ace));
+    if (ConvertSidToStringSidA((PSID)&ace->SidStart, &sid)) {
+      printf("  type %u mask %08lx %s\n", (unsigned)ace->Header.AceType,
+             (unsigned long)ace->Mask, sid);
+      LocalFree(sid);
+    }
+  }
+  ASSERT(dacl->AceCount <= 2);
+  LocalFree(sd);
+  wl_scope_close(m);
+  tshm_remove(path);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "child") == 0)
     return child(argc, argv);
@@ -161,5 +210,7 @@ int main(int argc, char **argv) {
     RUN(test_bell_during_let_go);
   if (argc < 2 || strcmp(argv[1], "test_first_watch_of_ended_process") == 0)
     RUN(test_first_watch_of_ended_process);
+  if (argc < 2 || strcmp(argv[1], "test_file_dacl_private") == 0)
+    RUN(test_file_dacl_private);
   return 0;
 }
