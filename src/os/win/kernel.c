@@ -106,7 +106,10 @@ static void wl__security_init(void) {
        SetSecurityDescriptorDacl(&s->objects_sd, TRUE, &s->dacl.acl, FALSE) &&
        InitializeSecurityDescriptor(&s->file_sd,
                                     SECURITY_DESCRIPTOR_REVISION) &&
-       SetSecurityDescriptorOwner(&s->file_sd, user, FALSE);
+       SetSecurityDescriptorOwner(&s->file_sd, user, FALSE) &&
+       SetSecurityDescriptorDacl(&s->file_sd, TRUE, &s->dacl.acl, FALSE) &&
+       SetSecurityDescriptorControl(&s->file_sd, SE_DACL_PROTECTED,
+                                    SE_DACL_PROTECTED);
   s->error = ok ? 0 : GetLastError();
   s->objects.nLength = sizeof(s->objects);
   s->objects.lpSecurityDescriptor = &s->objects_sd;
