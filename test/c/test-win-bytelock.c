@@ -10,7 +10,8 @@
  * test_watch_asks_again does: the named process ends first, the holder
  * later, as a real Windows may do for one process.
  *
- * Each case fails on the code under review: "0 of 1 grants within 5 s".
+ * The two watch cases fail on the code under review ("0 of 1 grants within
+ * 5 s"); test_file_dacl_private (the file's access) fails there too.
  * `test-win-bytelock.exe <case>` runs one case. */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
