@@ -74,8 +74,10 @@
  *      until it is let go (point 3: its release may come after the process
  *      handle is signalled), and asks its sweeper thread to sweep. A
  *      record that names no process this user can open (another user's, a
- *      forged one) has the watcher wait on its bell only: the next sweep
- *      finds that death by its byte (os/win/watch.c).
+ *      forged one, one already gone, its pid reused) has the watcher ask
+ *      for the byte in the same way from the start, for as long as it is
+ *      held: no death goes unnoticed for want of a process handle
+ *      (os/win/watch.c).
  *   6. Who may open the wake events: each is made with a DACL that gives
  *      this process's user and SYSTEM full access, and no one else any,
  *      whatever the token's default DACL (an elevated process's admits
