@@ -7,8 +7,9 @@
  * byte locks, proof of life by byte locks whatever the record's identity
  * says (a pid reused by another live process, a copy of a live scope's
  * file), the repair after a crash at every named point of the algorithms,
- * who may open the wake events, a creation killed half-way, and a file of
- * another user's. Child processes are this program run again
+ * who may open the wake events, a creation killed half-way, a file of
+ * another user's, a watched record naming a process gone while its byte is
+ * held, and the file's own access list. Child processes are this program run again
  * (twin_spawn): `child <mode> <path> <arguments>`. */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
@@ -874,6 +875,157 @@ static void test_foreign_file_refused(void) {
   ASSERT(strstr(err, path) != NULL && strstr(err, "S-1-5-7") != NULL);
 }
 
+/* ---- A watched record naming a process gone, and the file's access ---- */
+
+/* On a real Windows a dead process's locks may be let go after its process
+ * handle is signalled (os/win/machine.h, point 3). Wine lets go at once, so
+ * here the record names another process (`idle`) than the byte's holder
+ * (`hold`), as test_watch_asks_again does: the named process ends first,
+ * the holder later. The sleeps give the watcher time to reach the state
+ * each case is about; nothing in it can be awaited from outside. */
+typedef struct {
+  void *holder, *idle, *held, *idle_ready;
+  wl_manager_t *m;
+  wl_agent_t a;
+  wl_request_t x;
+  uint64_t created;
+  DWORD pid;
+} setup_t;
+
+/* A holder of x in another process, an idle process, and a waiter for x
+ * here, whose watcher watches the holder. */
+static void setup(setup_t *s, const char *what) {
+  char held_name[64], idle_name[64];
+  unsigned events;
+
+  s->held = twin_event(held_name);
+  s->idle_ready = twin_event(idle_name);
+  tshm_path(path, sizeof(path), what);
+  s->holder = spawn("hold", held_name, NULL);
+  ASSERT(twin_wait(s->held, 30000));
+  s->idle = spawn("idle", idle_name, NULL);
+  ASSERT(twin_wait(s->idle_ready, 30000));
+  s->m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(s->m, &s->a, ID("waiter"), tfifo_notify));
+  ASSERT_EQ(0, wl_request(&s->a, &s->x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT(wl_agent_next(&s->a, &events) == NULL);
+  ASSERT_EQ(0, wl__win_created(s->idle, &s->created));
+  s->pid = GetProcessId(s->idle);
+}
+
+/* A pid no process has (pids are multiples of 4): OpenProcess fails with
+ * ERROR_INVALID_PARAMETER, as a real Windows answers for a process that has
+ * ended and whose last handle is closed. (Wine keeps an ended process
+ * open to OpenProcess for a while, so a real pid cannot show it here.) */
+#define GONE_PID 0xFFFFFFF0u
+
+/* The watched record names process pid; the watcher's bell rings (as a
+ * change of the ring, or a repair's wl__ring(m, 1), rings it). */
+static void name_and_ring(setup_t *s, DWORD pid) {
+  wl__owner_t *self, *o;
+
+  ASSERT_EQ(0, wl__lock(s->m));
+  self = WL__REC(s->m, s->m->self, wl__owner_t);
+  o = WL__REC(s->m, self->watch, wl__owner_t);
+  o->created = s->created;
+  o->pid = pid;
+  wl__os_watch_target(s->m, self, self->watch);
+  wl__unlock(s->m);
+}
+
+/* The holder ends: x is granted here without anyone calling wl_sweep. */
+static void finish(setup_t *s) {
+  twin_kill(s->holder);
+  tawait_grant(&s->a, &s->x);
+  ASSERT_EQ(137, twin_exit(s->holder));
+  ASSERT_EQ(1, wl_release(&s->x));
+  wl_agent_close(&s->a);
+  wl_scope_close(s->m);
+  CloseHandle(s->held);
+  CloseHandle(s->idle_ready);
+  tshm_remove(path);
+}
+
+/* The watcher sees the named process end and asks for the byte again
+ * (wl__let_go); then its bell rings, and its next wl__watch_one finds the
+ * byte still held and the named process gone (on a real Windows, once the
+ * ended process is reaped: here GONE_PID stands for it): it asks for the
+ * byte again, so the holder's end is noticed without a sweep. */
+static void test_bell_during_let_go(void) {
+  setup_t s;
+
+  setup(&s, "bell-let-go");
+  name_and_ring(&s, s.pid);
+  /* Nothing says when the watcher has looked: a while, each time. */
+  Sleep(300);
+  twin_kill(s.idle);
+  ASSERT_EQ(137, twin_exit(s.idle));
+  Sleep(300); /* the watcher is in wl__let_go */
+  name_and_ring(&s, GONE_PID);
+  Sleep(300); /* it is in wl__watch_one again: held, no process */
+  finish(&s);
+}
+
+/* A watcher's first look at a target whose process has ended and is gone
+ * before its byte was let go: on a real Windows, a process that opens the
+ * scope (its sweep finds the byte held) or whose ring changes just after a
+ * holder was killed. */
+static void test_first_watch_of_ended_process(void) {
+  setup_t s;
+
+  setup(&s, "first-watch");
+  twin_kill(s.idle);
+  ASSERT_EQ(137, twin_exit(s.idle));
+  name_and_ring(&s, GONE_PID);
+  Sleep(300);
+  finish(&s);
+}
+
+/* A handle with read access alone holds any byte lock (LockFileEx needs
+ * GENERIC_READ or GENERIC_WRITE): whoever may read the file can hold the
+ * mutex's byte (every process's wl__lock then waits) or a dead owner's
+ * life byte (never swept). The POSIX family refuses such bits
+ * (WL__MODE_OK); here the file's access is its directory's. So the file
+ * is to admit this user and SYSTEM alone, whatever its directory. */
+static void test_file_dacl_private(void) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PACL dacl = NULL;
+  wl_manager_t *m;
+  HANDLE r;
+  DWORD i;
+
+  tshm_path(path, sizeof(path), "dacl-file");
+  m = tscope_open(path, SIZE);
+  /* The mechanism: a read-only handle takes the mutex's byte. */
+  r = CreateFileA(path, GENERIC_READ,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                  OPEN_EXISTING, 0, NULL);
+  ASSERT(r != INVALID_HANDLE_VALUE);
+  ASSERT(wl__win_lock(r, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
+                      WL__MUTEX_AT));
+  ASSERT(wl__win_lock(r, (DWORD)-1, WL__MUTEX_AT));
+  CloseHandle(r);
+  ASSERT_EQ(ERROR_SUCCESS,
+            GetSecurityInfo(m->fd, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION,
+                            NULL, NULL, &dacl, NULL, &sd));
+  ASSERT(dacl != NULL);
+  printf("  the file's DACL has %u entries\n", (unsigned)dacl->AceCount);
+  for (i = 0; i < dacl->AceCount; i++) {
+    ACCESS_ALLOWED_ACE *ace;
+    char *sid = NULL;
+    ASSERT(GetAce(dacl, i, (void **)&ace));
+    if (ConvertSidToStringSidA((PSID)&ace->SidStart, &sid)) {
+      printf("  type %u mask %08lx %s\n", (unsigned)ace->Header.AceType,
+             (unsigned long)ace->Mask, sid);
+      LocalFree(sid);
+    }
+  }
+  ASSERT(dacl->AceCount <= 2);
+  LocalFree(sd);
+  wl_scope_close(m);
+  tshm_remove(path);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "child") == 0)
     return child(argc, argv);
@@ -896,5 +1048,8 @@ int main(int argc, char **argv) {
   RUN(test_crash_at_every_point);
   RUN(test_named_objects_private);
   RUN(test_foreign_file_refused);
+  RUN(test_bell_during_let_go);
+  RUN(test_first_watch_of_ended_process);
+  RUN(test_file_dacl_private);
   return 0;
 }
