@@ -86,7 +86,7 @@ export interface SharedLockManager extends LockManager {
 export declare const locks: LockManager
 
 export interface OpenLockManagerOptions {
-  /** The directory of the scope's file (default `/dev/shm` on Linux, `/var/tmp` on macOS, `%LOCALAPPDATA%` on Windows). */
+  /** The directory of the scope's file (default `/dev/shm` on Linux, `/var/tmp` on macOS, `%LOCALAPPDATA%` on Windows; required on Windows where `%LOCALAPPDATA%` is not set). */
   dir?: string
   /**
    * The file's size in bytes when this call creates it: whole 4096-byte

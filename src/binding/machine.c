@@ -279,7 +279,6 @@ static napi_value wlb_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-
 /* scopeQuery(handle) -> the snapshot of a machine-wide manager. */
 static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
   napi_value argv[1];
