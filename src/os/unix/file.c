@@ -168,13 +168,16 @@ static int wl__check_owner(const char *path, const struct stat *st,
                    "%s belongs to another user (uid %u) who has not granted "
                    "access to it",
                    path, (unsigned)st->st_uid);
-  if (!WL__MODE_OK(st->st_mode & 07777))
+  /* Execute bits grant no lock: only read and write are weighed. */
+  if (!WL__MODE_OK(st->st_mode & 0666))
     return wl__say(err, errlen, WL_EACCES,
                    "%s has the permission bits %#o: a user who may only read "
                    "it, or only write it, could hold its locks and stall "
-                   "every process of the scope; give each class of users "
-                   "both or neither (0600, 0660, 0666)",
-                   path, (unsigned)(st->st_mode & 07777));
+                   "every process of the scope; its owner (uid %u) can give "
+                   "each class of users both or neither (chmod 0600, 0660, "
+                   "0606 or 0666)",
+                   path, (unsigned)(st->st_mode & 07777),
+                   (unsigned)st->st_uid);
   if (st->st_uid != geteuid() && (mode & 0066) == 0)
     return wl__say(err, errlen, WL_EACCES,
                    "%s belongs to another user (uid %u), and this scope was "
