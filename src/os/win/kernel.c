@@ -86,7 +86,9 @@ static BOOL wl__token_user(TOKEN_USER *user, DWORD size) {
  * default DACL (an elevated process's admits Administrators and SYSTEM,
  * which the user's other processes are not), to this user and SYSTEM
  * alone. The file: owned by this user too, so that every process of the
- * user finds it its user's (os/win/file.c), its access its directory's. */
+ * user finds it its user's (os/win/file.c), and open to this user and
+ * SYSTEM alone too, not as its directory would have it (a handle opened
+ * only to read can hold its byte locks). */
 static void wl__security_init(void) {
   wl__security_t *s = &wl__security;
   DWORD n = sizeof(s->system);
