@@ -19,7 +19,7 @@ const {
   SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
-const { machineTarget, openMachine, machineBackend } = require('./manager-machine.js')
+const { machineTarget, openMachine, admitMachine, machineBackend } = require('./manager-machine.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./postgres/manager.js')
 const { MACHINE_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
 const {
@@ -603,6 +603,8 @@ function openLockManager (scope, options) {
     if (agent === undefined) {
       agent = openMachine(binding, target)
       MapPrototypeSet(openScopes, target.file, agent)
+    } else {
+      admitMachine(binding, agent, target)
     }
     if (!WeakSetPrototypeHas(binding.scopes.exitHeard, process)) {
       process.once('exit', closeAll)

@@ -161,4 +161,15 @@ function openMachine (binding, { file, size, mode }) {
   return agentOf(handle, file)
 }
 
-module.exports = { machineTarget, openMachine, machineBackend, defaultDir }
+// Whether this thread's agent, opened before, may serve an open with
+// target.mode too: a private open never trusts another user's file because
+// a shared open came first. Throws as openMachine does.
+function admitMachine (binding, agent, { mode }) {
+  try {
+    binding.admit(agent.handle, mode)
+  } catch (error) {
+    throw realmError(error, 'web-locks: ')
+  }
+}
+
+module.exports = { machineTarget, openMachine, admitMachine, machineBackend, defaultDir }

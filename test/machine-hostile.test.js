@@ -212,6 +212,30 @@ function pending(context, reason) {
     assert.deepEqual([r.signal, r.code, r.out], [null, 0, 'QuotaExceededError true\ntrue\nafter\nagain\n'], r.err);
   });
 
+  it('a file system that keeps no permission bits (vfat, WSL drvfs): the creator refuses with the reason and leaves no file', async function () {
+    if (!root) pending(this, 'a FUSE mount of its own needs root');
+    if (childProcess.spawnSync('bindfs', ['--version']).status !== 0) pending(this, 'bindfs (a FUSE file system that can fix the bits) is not installed');
+    const probe = childProcess.spawnSync('unshare', ['--mount', '--pid', '--fork', 'true']);
+    if (probe.status !== 0) pending(this, 'no mount and pid namespace can be made here (unshare failed)');
+    const src = path.join(dir, 'fixed-src');
+    const mnt = path.join(dir, 'fixed');
+    fs.mkdirSync(src);
+    fs.mkdirSync(mnt);
+    // Every file shows 0755 and chmod does nothing, as on vfat mounted
+    // "quiet". The pid namespace ends bindfs with the test's process.
+    const r = await runNode(`
+      const { openLockManager } = require(PKG);
+      openLockManager('fixed', { dir: DIR }).then(
+        () => console.log('opened'),
+        (e) => console.log(e.code, e.message.includes('0755'), e.message.includes('file system')));`, {
+      dir: mnt,
+      prefix: ['unshare', '--mount', '--propagation', 'private', '--pid', '--fork', 'sh', '-c',
+        'bindfs -p 0755 --chmod-ignore "$0" "$1" && shift && exec "$@"', src, mnt],
+    }).ended;
+    assert.deepEqual([r.signal, r.code, r.out], [null, 0, 'EACCES true true\n'], r.err);
+    assert.deepEqual(fs.readdirSync(src), []);
+  });
+
   it('a file found corrupt while locks are held and awaited: every request rejects with ECORRUPT, no error escapes, and the process ends by itself', async function () {
     const r = await runNode(`
       const fs = require('node:fs');

@@ -7,6 +7,8 @@ const childProcess = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { once } = require('node:events');
+const { Worker } = require('node:worker_threads');
 const { api, uniq, scopeName, holdOn, only, isDOMException, openToOthers, PKG } = require('./fixtures/util');
 const { spawnAgent, spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { defaultDir } = require(path.join(PKG, 'lib', 'manager-machine.js'));
@@ -208,6 +210,16 @@ function linuxOnly(test, what) {
       await assert.rejects(openLockManager('open', { dir: shared }), (err) => err.code === 'EACCES' && err.message.includes('opened as private'));
       const m = await open('open', { dir: shared, mode: 0o666 });
       assert.equal(await m.request('x', (lock) => lock.mode), 'exclusive');
+      // Open in this process already, shared: a private open is still
+      // refused, on this thread (its agent) and on another (the mapping).
+      await assert.rejects(openLockManager('open', { dir: shared }), (err) => err.code === 'EACCES' && err.message.includes('opened as private'));
+      const worker = new Worker(`
+        const { parentPort, workerData } = require('node:worker_threads');
+        require(workerData.PKG).openLockManager('open', { dir: workerData.shared })
+          .then(() => parentPort.postMessage('opened'), (err) => parentPort.postMessage(err.code));`, { eval: true, workerData: { PKG, shared } });
+      const [said] = await once(worker, 'message');
+      await once(worker, 'exit');
+      assert.equal(said, 'EACCES');
     });
 
     it('a full manager rejects a request with a QuotaExceededError and changes nothing', async function () {

@@ -67,7 +67,8 @@ static int wlb__file_ref(const char *path, uint64_t size, unsigned mode,
       seg->next = wlb__files;
       wlb__files = seg;
     }
-  }
+  } else if ((rc = wl_scope_admit(seg->m, mode, err, errlen)) != 0)
+    seg = NULL;
   if (seg != NULL)
     seg->refs++;
   uv_mutex_unlock(&wlb__files_mutex);
@@ -256,6 +257,26 @@ static napi_value wlb_open(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* admit(handle, mode): whether this thread's agent may serve an open with
+ * `mode` too (wl_scope_admit). Throws as open() does. */
+static napi_value wlb_admit(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  wlb_thread_t *t;
+  wlb_agent_t *a;
+  uint32_t h, mode;
+  char err[1024 + 4096];
+  int rc;
+
+  if ((a = wlb__scope_args(env, info, 2, argv, &t, &h)) == NULL)
+    return NULL;
+  WLB_CALL(env, napi_get_value_uint32(env, argv[1], &mode));
+  err[0] = '\0';
+  rc = wl_scope_admit(a->seg->m, mode, err, sizeof(err));
+  if (rc != 0)
+    napi_throw_error(env, wlb__code_name(wlb__uv_code(rc)), err);
+  return NULL;
+}
+
 /* scopeRequest(handle, name, how): request() of a machine-wide manager. */
 static napi_value wlb_scope_request(napi_env env, napi_callback_info info) {
   napi_value argv[3];
@@ -305,6 +326,7 @@ static napi_value wlb_machine_family(napi_env env, napi_callback_info info) {
 size_t wlb__scope_props(wlb_thread_t *t, napi_property_descriptor *props) {
   napi_property_descriptor scope[WLB_SCOPE_PROPS] = {
       {"open", NULL, wlb_open, NULL, NULL, NULL, napi_default, t},
+      {"admit", NULL, wlb_admit, NULL, NULL, NULL, napi_default, t},
       {"scopeRequest", NULL, wlb_scope_request, NULL, NULL, NULL, napi_default, t},
       {"scopeQuery", NULL, wlb_scope_query, NULL, NULL, NULL, napi_default, t},
       {"close", NULL, wlb_close, NULL, NULL, NULL, napi_default, t},

@@ -324,6 +324,14 @@ int wl_scope_open(const char *path, uint64_t size, unsigned mode,
   return 0;
 }
 
+int wl_scope_admit(wl_manager_t *m, unsigned mode, char *err, size_t errlen) {
+  if (!WL__MODE_OK(mode))
+    return wl__say(err, errlen, WL_EINVAL,
+                   "a manager file needs permission bits 0600, 0660, 0606 or "
+                   "0666");
+  return wl__os_file_admit(m, m->path, mode, err, errlen);
+}
+
 int wl_scope_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino) {
   return wl__os_file_identity(m, dev, ino);
 }

@@ -158,6 +158,12 @@ int wl_scope_open(const char *path, uint64_t size, unsigned mode,
 /* Ends this process's agents of a machine-wide manager, stops its threads and
  * unmaps it. */
 void wl_scope_close(wl_manager_t *m);
+/* Whether this process, which has the manager open, may open it again with
+ * the permission bits `mode`: the test wl_scope_open makes of a file it did
+ * not create, made of the open file (a private open must not trust another
+ * user's file because a shared open of it came first). Returns 0, or an
+ * error code with a sentence in err. */
+int wl_scope_admit(wl_manager_t *m, unsigned mode, char *err, size_t errlen);
 /* The identity of a machine-wide manager's file (its device and inode), to tell
  * whether a path still names it. Returns 0 or -errno. */
 int wl_scope_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino);

@@ -62,6 +62,11 @@ int wl__os_file_publish(wl_manager_t *m, const char *path, char *err,
  * and `mode` open to others, and of at least one page, is mapped. */
 int wl__os_file_attach(wl_manager_t *m, const char *path, unsigned mode,
                        char *err, size_t errlen);
+/* Whether the open file passes attach's test of its owner and bits for
+ * `mode` (of this process's user: a private scope trusts no other user's
+ * file): 0, or WL_EACCES with a sentence. */
+int wl__os_file_admit(wl_manager_t *m, const char *path, unsigned mode,
+                      char *err, size_t errlen);
 /* Unmaps and closes what create (removing the unpublished file) or attach
  * opened. */
 void wl__os_file_drop(wl_manager_t *m);

@@ -278,6 +278,13 @@ static void test_owner_and_permissions(void) {
     ASSERT_EQ(0, chmod(path, 0660));
     expect_open_fails(WL_EACCES, "opened as private (mode 0600)");
     ASSERT_EQ(0, wl_scope_open(path, SIZE, 0660, &m, err, sizeof(err)));
+    /* Open already: the same test, asked of the open file. */
+    ASSERT_EQ(0, wl_scope_admit(m, 0660, err, sizeof(err)));
+    ASSERT_EQ(WL_EACCES, wl_scope_admit(m, 0600, err, sizeof(err)));
+    ASSERT(strstr(err, "opened as private (mode 0600)") != NULL);
+    ASSERT_EQ(WL_EINVAL, wl_scope_admit(m, 0640, err, sizeof(err)));
+    ASSERT_EQ(0, chmod(path, 0640));
+    ASSERT_EQ(WL_EACCES, wl_scope_admit(m, 0660, err, sizeof(err)));
     wl_scope_close(m);
   }
   unlink(path);

@@ -100,6 +100,15 @@ int wl__os_file_create(wl_manager_t *m, const char *path, uint64_t size,
       fstat(m->fd, &st) != 0) {
     rc = wl__say(err, errlen, -errno, "cannot create %s: %s", path,
                  strerror(errno));
+  } else if ((st.st_mode & 0666) != mode) {
+    /* Other processes would refuse the file (wl__check_owner), or let in
+     * users who should not be. */
+    rc = wl__say(err, errlen, WL_EACCES,
+                 "cannot create %s: its file system gives the permission "
+                 "bits %#o, not the %#o asked for (a FAT, SMB or WSL drvfs "
+                 "mount?); choose a directory on a file system that keeps "
+                 "them",
+                 path, (unsigned)(st.st_mode & 0777), mode);
   } else if ((rc = wl__map(m, size)) != 0) {
     wl__say(err, errlen, rc, "cannot map %s: %s", path, strerror(-rc));
   } else if ((rc = wl__os_file_join(m, &st)) != 0) {
@@ -221,6 +230,16 @@ int wl__os_file_attach(wl_manager_t *m, const char *path, unsigned mode,
   m->mode = st.st_mode & 0777;
   m->gid = st.st_gid;
   return 0;
+}
+
+int wl__os_file_admit(wl_manager_t *m, const char *path, unsigned mode,
+                      char *err, size_t errlen) {
+  struct stat st;
+
+  if (fstat(m->fd, &st) != 0)
+    return wl__say(err, errlen, -errno, "cannot open %s: %s", path,
+                   strerror(errno));
+  return wl__check_owner(path, &st, mode, err, errlen);
 }
 
 void wl__os_file_drop(wl_manager_t *m) {
