@@ -10,9 +10,9 @@
 // it is then compiled (binding.gyp reads them), and node-gyp-build loads
 // that build before any prebuilt one.
 
-const { unsupported } = require('../lib/platform.js')
+const { unsupported, unbuildable } = require('../lib/platform.js')
 
-const reason = unsupported(process.platform, process.arch)
+const reason = unsupported(process.platform, process.arch) || unbuildable(process.platform, process.env)
 if (reason !== null) {
   console.error(reason)
   process.exit(1)

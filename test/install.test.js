@@ -10,7 +10,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { PKG } = require('./fixtures/util');
 
-const { unsupported } = require(path.join(PKG, 'lib', 'platform.js'));
+const { unsupported, unbuildable } = require(path.join(PKG, 'lib', 'platform.js'));
 
 // Runs a script with process.platform and process.arch as given.
 function runAs (platform, arch, args, options = {}) {
@@ -121,6 +121,29 @@ describe('WEB_LOCKS_NO_MACHINE at install', function () {
       const noMachine = runAs('linux', 'x64', script, { cwd: PKG, env: { PATH: bin, WL_SHIM_LOG: log, WEB_LOCKS_NO_MACHINE: '1' } });
       assert.equal(noMachine.status, 0, noMachine.stdout + noMachine.stderr);
       assert.equal(calls(), `${path.join(bin, 'node-gyp')} rebuild [1]`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('on Windows x64, where only the prebuilt binary can be had, fails at once with the reason, and starts nothing', function () {
+    if (process.platform === 'win32') this.skip(); // the shims are sh scripts
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-install-'));
+    try {
+      const bin = path.join(dir, 'bin');
+      fs.mkdirSync(bin);
+      for (const tool of ['node-gyp', 'node-gyp-build-test']) {
+        fs.writeFileSync(path.join(bin, tool), '#!/bin/sh\necho "$0 $*" >> "$WL_SHIM_LOG"\nexit 0\n', { mode: 0o755 });
+      }
+      const log = path.join(dir, 'log');
+      const script = `process.argv[1] = ${JSON.stringify(path.join(PKG, 'scripts', 'install.js'))}; require(process.argv[1])`;
+      for (const asked of [{ WEB_LOCKS_NO_MACHINE: '1' }, { WEB_LOCKS_OS: 'posix' }, { npm_config_build_from_source: 'true' }]) {
+        const r = runAs('win32', 'x64', script, { cwd: PKG, env: { PATH: bin, WL_SHIM_LOG: log, ...asked } });
+        assert.equal(r.status, 1, r.stdout + r.stderr);
+        assert.equal(r.stderr.trim(), unbuildable('win32', asked));
+        assert.match(r.stderr, new RegExp(`cannot be compiled on Windows.*${Object.keys(asked)[0]}`));
+        assert.equal(fs.existsSync(log), false, `nothing started for ${JSON.stringify(asked)}`);
+      }
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
