@@ -163,6 +163,23 @@ static void wl__remove_tmp(wl_manager_t *m) {
   m->tmp[0] = '\0';
 }
 
+/* The file is this user's (os/win/machine.h, point 1): another user's,
+ * who could change every lock in it, is refused. */
+static int wl__check_owner(HANDLE h, const char *path, char *err,
+                           size_t errlen) {
+  char owner[192];
+  int rc = wl__win_owned(h, SE_FILE_OBJECT, owner, sizeof(owner));
+
+  if (rc < 0)
+    return wl__fail(err, errlen, "read the owner of", path);
+  if (rc > 0)
+    return wl__say(err, errlen, WL_EACCES,
+                   "cannot open %s: it belongs to %s, not to this process's "
+                   "user; on Windows a scope is its user's alone",
+                   path, owner);
+  return 0;
+}
+
 /* Closing the handles removes the file: it is doomed until published. */
 int wl__os_file_create(wl_manager_t *m, const char *path, uint64_t size,
                        unsigned mode, char *err, size_t errlen) {
@@ -187,10 +204,14 @@ int wl__os_file_create(wl_manager_t *m, const char *path, uint64_t size,
   } else {
     m->fd = h;
     end.QuadPart = (LONGLONG)size;
-    if (SetFilePointerEx(h, end, NULL, FILE_BEGIN) && SetEndOfFile(h) &&
-        wl__map(m, size) == 0)
-      return 0;
-    rc = wl__fail(err, errlen, "create", path);
+    /* Refused now if other processes would refuse it: a volume that
+     * records no owner (FAT, exFAT). */
+    if ((rc = wl__check_owner(h, path, err, errlen)) == 0) {
+      if (SetFilePointerEx(h, end, NULL, FILE_BEGIN) && SetEndOfFile(h) &&
+          wl__map(m, size) == 0)
+        return 0;
+      rc = wl__fail(err, errlen, "create", path);
+    }
     wl__close_fd(m);
     CloseHandle(m->local->doom);
     m->tmp[0] = '\0';
@@ -246,23 +267,6 @@ static int wl__check(const char *path, const BY_HANDLE_FILE_INFORMATION *fi,
                    "%s is corrupt: %llu bytes is too short for a web-locks "
                    "manager file",
                    path, (unsigned long long)size);
-  return 0;
-}
-
-/* The file is this user's (os/win/machine.h, point 1): another user's,
- * who could change every lock in it, is refused. */
-static int wl__check_owner(HANDLE h, const char *path, char *err,
-                           size_t errlen) {
-  char owner[192];
-  int rc = wl__win_owned(h, SE_FILE_OBJECT, owner, sizeof(owner));
-
-  if (rc < 0)
-    return wl__fail(err, errlen, "read the owner of", path);
-  if (rc > 0)
-    return wl__say(err, errlen, WL_EACCES,
-                   "cannot open %s: it belongs to %s, not to this process's "
-                   "user; on Windows a scope is its user's alone",
-                   path, owner);
   return 0;
 }
 

@@ -160,7 +160,9 @@ int wl__win_owned(HANDLE h, SE_OBJECT_TYPE type, char *owner, size_t len) {
     if (sid != NULL && ConvertSidToStringSidA(sid, &text))
       snprintf(owner, len, "%s", text);
     else
-      snprintf(owner, len, "%s", sid == NULL ? "no one" : "an unreadable SID");
+      snprintf(owner, len, "%s",
+               sid == NULL ? "no one (a volume without owners: FAT, exFAT?)"
+                           : "an unreadable SID");
     LocalFree(text);
   }
   LocalFree(sd);
