@@ -6,11 +6,12 @@
  * none), the mutex left unusable for good, threads of one handle and its
  * byte locks, proof of life by byte locks whatever the record's identity
  * says (a pid reused by another live process, a copy of a live scope's
- * file), the repair after a crash at every named point of the algorithms,
- * who may open the wake events, a creation killed half-way, a file of
- * another user's, a watched record naming a process gone while its byte is
- * held, and the file's own access list. Child processes are this program run again
- * (twin_spawn): `child <mode> <path> <arguments>`. */
+ * file) and whatever its probe handle does, the repair after a crash at
+ * every named point of the algorithms, who may open the wake events, a
+ * creation killed half-way, a file of another user's, a watched record
+ * naming a process gone while its byte is held, and the file's own access
+ * list. Child processes are this program run again (twin_spawn):
+ * `child <mode> <path> <arguments>`. */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
@@ -654,6 +655,75 @@ static void test_reused_pid_is_dead(void) {
   tshm_remove(path);
 }
 
+/* The probe handle replaced by one that is not a file's (an event's): its
+ * LockFileEx fails with ERROR_INVALID_HANDLE, as through a handle closed
+ * under it or an SMB path's after a reconnect. */
+static void break_probe(wl_manager_t *m) {
+  wl__os_local_t *l = m->local;
+
+  AcquireSRWLockExclusive(&l->probe_mu);
+  ASSERT(CloseHandle(l->probe));
+  l->probe = CreateEventW(NULL, FALSE, FALSE, NULL);
+  ASSERT(l->probe != NULL);
+  ReleaseSRWLockExclusive(&l->probe_mu);
+}
+
+static int life_held(wl_manager_t *m, wl_off_t owner) {
+  int held;
+
+  ASSERT_EQ(0, wl__lock(m));
+  held = wl__os_life_held(m, owner);
+  wl__unlock(m);
+  return held;
+}
+
+/* A probe that fails otherwise than for a held byte is no proof of life:
+ * the probe handle is opened again, so a killed holder's end is noticed
+ * and x granted here. A new open of the path that is not the file (another
+ * file put there) is never asked through: the byte reads as held until
+ * the file is back. */
+static void test_probe_error(void) {
+  char held_name[64], aside[MAX_PATH + 8];
+  void *held = twin_event(held_name), *c;
+  wl_manager_t *m;
+  wl_agent_t a;
+  wl_request_t x;
+  wl_off_t t;
+  HANDLE f;
+
+  tshm_path(path, sizeof(path), "probe-error");
+  /* Beside the file, where tshm_remove looks. */
+  snprintf(aside, sizeof(aside), "%s.aside", path);
+  c = spawn("hold", held_name, NULL);
+  ASSERT(twin_wait(held, 30000));
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tfifo_notify));
+  ASSERT_EQ(0, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl__lock(m));
+  t = WL__REC(m, m->self, wl__owner_t)->watch;
+  wl__unlock(m);
+  break_probe(m);
+  twin_kill(c);
+  tawait_grant(&a, &x);
+  ASSERT_EQ(137, twin_exit(c));
+  ASSERT(MoveFileA(path, aside));
+  f = CreateFileA(path, GENERIC_WRITE, 0, NULL, CREATE_NEW,
+                  FILE_ATTRIBUTE_NORMAL, NULL);
+  ASSERT(f != INVALID_HANDLE_VALUE);
+  CloseHandle(f);
+  break_probe(m);
+  ASSERT_EQ(1, life_held(m, t));
+  ASSERT(DeleteFileA(path));
+  ASSERT(MoveFileA(aside, path));
+  ASSERT_EQ(0, life_held(m, t));
+  ASSERT_EQ(1, wl_release(&x));
+  wl_agent_close(&a);
+  expect_empty(m);
+  wl_scope_close(m);
+  CloseHandle(held);
+  tshm_remove(path);
+}
+
 /* A watched owner whose record names another process (a forged identity;
  * or, on Windows, a process whose locks are let go after its handle is
  * signalled): that process's end makes the watcher ask for the byte again,
@@ -1042,6 +1112,7 @@ int main(int argc, char **argv) {
   RUN(test_one_handle_two_threads);
   RUN(test_life);
   RUN(test_reused_pid_is_dead);
+  RUN(test_probe_error);
   RUN(test_watch_asks_again);
   RUN(test_copy_owners_dead);
   RUN(test_hostile_watch_target);
