@@ -241,6 +241,57 @@ static void expect_private(HANDLE h) {
   LocalFree(sd);
 }
 
+/* The watcher's last step, as its hook told it (os/win/machine.h:
+ * WL__WATCH_STEP), and the pid that its last look read; `stepped` is set at
+ * each step. */
+static SRWLOCK step_mu = SRWLOCK_INIT;
+static const char *step_seen = "";
+static uint32_t step_pid;
+static HANDLE stepped;
+
+static void on_step(const char *step, uint32_t pid) {
+  AcquireSRWLockExclusive(&step_mu);
+  step_seen = step;
+  if (strcmp(step, "watch-again") != 0)
+    step_pid = pid;
+  ReleaseSRWLockExclusive(&step_mu);
+  SetEvent(stepped);
+}
+
+/* What the watchers of the cases before told (a pid may be reused since):
+ * they are joined. */
+static void steps_forget(void) {
+  AcquireSRWLockExclusive(&step_mu);
+  step_seen = "";
+  step_pid = 0;
+  ReleaseSRWLockExclusive(&step_mu);
+}
+
+static int step_is(const char *step, uint32_t pid) {
+  int is;
+
+  AcquireSRWLockShared(&step_mu);
+  is = strcmp(step_seen, step) == 0 && step_pid == pid;
+  ReleaseSRWLockShared(&step_mu);
+  return is;
+}
+
+/* Until the watcher's last step is `step`, in a look that read pid (10 s
+ * at most). */
+static void await_step(const char *step, uint32_t pid) {
+  uint64_t deadline = tnow_ns() + 10000000000u, now;
+
+  while (!step_is(step, pid)) {
+    now = tnow_ns();
+    if (now >= deadline) {
+      fprintf(stderr, "the watcher did not reach %s (pid %lu) in 10 s\n",
+              step, (unsigned long)pid);
+      ASSERT(0);
+    }
+    WaitForSingleObject(stepped, (DWORD)((deadline - now) / 1000000) + 1);
+  }
+}
+
 /* ---- The cases ----------------------------------------------------------- */
 
 /* An agent's wake event is made with a DACL of its own (this user and
@@ -741,6 +792,7 @@ static void test_watch_asks_again(void) {
   uint64_t created;
 
   tshm_path(path, sizeof(path), "asks-again");
+  steps_forget();
   c = spawn("hold", held_name, NULL);
   ASSERT(twin_wait(held, 30000));
   idle = spawn("idle", idle_name, NULL);
@@ -757,10 +809,10 @@ static void test_watch_asks_again(void) {
   /* The watcher reads the forged identity. */
   wl__os_watch_target(m, self, self->watch);
   wl__unlock(m);
+  await_step("watch-process", GetProcessId(idle));
   twin_kill(idle);
-  /* Nothing says when the watcher has looked: a while, in which the
-   * holder's byte is held and x is not granted. */
-  Sleep(300);
+  /* It has asked for the byte after idle's end: held, x not granted. */
+  await_step("watch-again", GetProcessId(idle));
   ASSERT(wl_agent_next(&a, &events) == NULL);
   twin_kill(c);
   tawait_grant(&a, &x);
@@ -951,8 +1003,8 @@ static void test_foreign_file_refused(void) {
  * handle is signalled (os/win/machine.h, point 3). Wine lets go at once, so
  * here the record names another process (`idle`) than the byte's holder
  * (`hold`), as test_watch_asks_again does: the named process ends first,
- * the holder later. The sleeps give the watcher time to reach the state
- * each case is about; nothing in it can be awaited from outside. */
+ * the holder later. Each case awaits the watcher's step it is about
+ * (await_step). */
 typedef struct {
   void *holder, *idle, *held, *idle_ready;
   wl_manager_t *m;
@@ -971,6 +1023,7 @@ static void setup(setup_t *s, const char *what) {
   s->held = twin_event(held_name);
   s->idle_ready = twin_event(idle_name);
   tshm_path(path, sizeof(path), what);
+  steps_forget();
   s->holder = spawn("hold", held_name, NULL);
   ASSERT(twin_wait(s->held, 30000));
   s->idle = spawn("idle", idle_name, NULL);
@@ -1026,13 +1079,13 @@ static void test_bell_during_let_go(void) {
 
   setup(&s, "bell-let-go");
   name_and_ring(&s, s.pid);
-  /* Nothing says when the watcher has looked: a while, each time. */
-  Sleep(300);
+  await_step("watch-process", s.pid);
   twin_kill(s.idle);
   ASSERT_EQ(137, twin_exit(s.idle));
-  Sleep(300); /* the watcher is in wl__let_go */
+  await_step("watch-again", s.pid); /* in wl__let_go */
   name_and_ring(&s, GONE_PID);
-  Sleep(300); /* it is in wl__watch_one again: held, no process */
+  /* in wl__watch_one again: held, no process, so in wl__let_go */
+  await_step("watch-again", GONE_PID);
   finish(&s);
 }
 
@@ -1047,7 +1100,7 @@ static void test_first_watch_of_ended_process(void) {
   twin_kill(s.idle);
   ASSERT_EQ(137, twin_exit(s.idle));
   name_and_ring(&s, GONE_PID);
-  Sleep(300);
+  await_step("watch-again", GONE_PID);
   finish(&s);
 }
 
@@ -1099,6 +1152,9 @@ static void test_file_dacl_private(void) {
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "child") == 0)
     return child(argc, argv);
+  stepped = CreateEventW(NULL, FALSE, FALSE, NULL);
+  ASSERT(stepped != NULL);
+  wl__watch_hook = on_step;
   RUN(test_one_file);
   RUN(test_publish_never_replaces);
   RUN(test_killed_creation_leaves_nothing);

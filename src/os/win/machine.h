@@ -142,6 +142,20 @@ int wl__win_held(wl_manager_t *m, wl_off_t off);
  * (file.c). */
 int wl__win_probe_reopen(wl_manager_t *m, HANDLE failed);
 
+/* Test builds (WL_FAULTS) tell a test's hook each step of the watcher
+ * (watch.c), with the pid its look read, so that a test can await a step
+ * instead of sleeping: "watch-process" (it waits for that process),
+ * "watch-no-process" (no process this user can open has that identity),
+ * "watch-again" (pid 0: the byte is still held after the process's end,
+ * or with no process, and it waits to ask again). */
+#ifdef WL_FAULTS
+extern void (*wl__watch_hook)(const char *step, uint32_t pid);
+#define WL__WATCH_STEP(step, pid)                                             \
+  (wl__watch_hook != NULL ? wl__watch_hook(step, pid) : (void)0)
+#else
+#define WL__WATCH_STEP(step, pid) ((void)0)
+#endif
+
 /* kernel.c: name = Global\web-locks-<kind>-<number in hex>. */
 void wl__win_name(wchar_t *name, const char *kind, uint64_t number);
 /* kernel.c: the security attributes of the wake events (owned by this
