@@ -7,11 +7,11 @@
  * byte locks, proof of life by byte locks whatever the record's identity
  * says (a pid reused by another live process, a copy of a live scope's
  * file) and whatever its probe handle does, the repair after a crash at
- * every named point of the algorithms, who may open the wake events, a
- * creation killed half-way, a file of another user's, a watched record
- * naming a process gone while its byte is held, and the file's own access
- * list. Child processes are this program run again (twin_spawn):
- * `child <mode> <path> <arguments>`. */
+ * every named point of the algorithms, who may open the wake events, a wake
+ * event's name taken before it is made, a creation killed half-way, a file
+ * of another user's, a watched record naming a process gone while its byte
+ * is held, and the file's own access list. Child processes are this
+ * program run again (twin_spawn): `child <mode> <path> <arguments>`. */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
@@ -827,6 +827,69 @@ static void test_watch_asks_again(void) {
   tshm_remove(path);
 }
 
+/* The agent whose wake event's names are taken before it makes its event,
+ * by the thread squatting (in the fault point "wake-name", between the
+ * draw and the event's creation): the first name by another's event, the
+ * second by an object of another kind (a mutex). */
+static wl_agent_t squatted_agent;
+static DWORD squatting;
+static uint64_t squatted[2];
+static HANDLE squatters[2];
+static int nsquatted;
+
+static void squat_name(const char *point) {
+  wchar_t name[WL__WIN_NAME_MAX];
+  uint64_t wake = squatted_agent.wake;
+
+  if (strcmp(point, "wake-name") != 0 || nsquatted == 2 ||
+      GetCurrentThreadId() != __atomic_load_n(&squatting, __ATOMIC_SEQ_CST))
+    return;
+  wl__win_name(name, "wake", wake);
+  squatters[nsquatted] = nsquatted == 0 ? CreateEventW(NULL, FALSE, FALSE, name)
+                                        : CreateMutexW(NULL, FALSE, name);
+  ASSERT(squatters[nsquatted] != NULL);
+  squatted[nsquatted++] = wake;
+}
+
+/* A wake event's name that another object has is drawn again: the agent
+ * gets an event of its own, named in its record, and is woken through it
+ * (here by a second manager of the file, which wakes agents of the first
+ * as another process's); the squatter's event is never set. */
+static void test_wake_name_taken(void) {
+  void (*hook)(const char *) = wl__fault_hook;
+  wl_agent_t *a = &squatted_agent, holder;
+  wl_request_t hx, x;
+  wl_manager_t *m1, *m2;
+  int i;
+
+  tshm_path(path, sizeof(path), "wake-taken");
+  m1 = tscope_open(path, SIZE);
+  m2 = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m2, &holder, ID("holder"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE,
+            wl_request(&holder, &hx, NAME("x"), WL_EXCLUSIVE, 0));
+  wl__fault_hook = squat_name;
+  __atomic_store_n(&squatting, GetCurrentThreadId(), __ATOMIC_SEQ_CST);
+  ASSERT_EQ(0, wl_agent_init(m1, a, ID("squatted"), tignore_notify));
+  __atomic_store_n(&squatting, 0, __ATOMIC_SEQ_CST);
+  wl__fault_hook = hook;
+  ASSERT(a->wake != squatted[0] && a->wake != squatted[1]);
+  ASSERT_EQ(2, nsquatted);
+  ASSERT_EQ(0, wl_request(a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(1, wl_release(&hx));
+  tawait_grant(a, &x);
+  ASSERT(!twin_wait(squatters[0], 0));
+  ASSERT_EQ(1, wl_release(&x));
+  wl_agent_close(a);
+  wl_agent_close(&holder);
+  expect_empty(m1);
+  wl_scope_close(m2);
+  wl_scope_close(m1);
+  for (i = 0; i < 2; i++)
+    CloseHandle(squatters[i]);
+  tshm_remove(path);
+}
+
 /* A copy of a live scope's file: its owners, this process's among them,
  * hold no byte of the copy, and are dead there. */
 static void test_copy_owners_dead(void) {
@@ -938,7 +1001,8 @@ static void test_crash_at_every_point(void) {
   static const char *points[] = {"alloc",         "free",          "hold",
                                  "unhold",        "steal",         "end",
                                  "mail",          "request-alloc", "request-name",
-                                 "request-queued", "request-stole", "ring"};
+                                 "request-queued", "request-stole", "ring",
+                                 "wake-name"};
   size_t i;
 
   for (i = 0; i < sizeof(points) / sizeof(points[0]); i++)
@@ -1174,6 +1238,7 @@ int main(int argc, char **argv) {
   RUN(test_hostile_watch_target);
   RUN(test_crash_at_every_point);
   RUN(test_named_objects_private);
+  RUN(test_wake_name_taken);
   RUN(test_foreign_file_refused);
   RUN(test_bell_during_let_go);
   RUN(test_first_watch_of_ended_process);
