@@ -12,6 +12,8 @@
 #include "test.h"
 
 void (*wl__fault_hook)(const char *point);
+/* The Windows watcher's steps (os/win/machine.h), for tests to await. */
+void (*wl__watch_hook)(const char *step, uint32_t pid);
 
 /* Read by whichever thread passes a fault point (a sweeper's too). */
 static const char *armed;

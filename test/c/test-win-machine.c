@@ -6,11 +6,12 @@
  * none), the mutex left unusable for good, threads of one handle and its
  * byte locks, proof of life by byte locks whatever the record's identity
  * says (a pid reused by another live process, a copy of a live scope's
- * file), the repair after a crash at every named point of the algorithms,
- * who may open the wake events, a creation killed half-way, a file of
- * another user's, a watched record naming a process gone while its byte is
- * held, and the file's own access list. Child processes are this program run again
- * (twin_spawn): `child <mode> <path> <arguments>`. */
+ * file) and whatever its probe handle does, the repair after a crash at
+ * every named point of the algorithms, who may open the wake events, a wake
+ * event's name taken before it is made, a creation killed half-way, a file
+ * of another user's, a watched record naming a process gone while its byte
+ * is held, and the file's own access list. Child processes are this
+ * program run again (twin_spawn): `child <mode> <path> <arguments>`. */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
@@ -238,6 +239,57 @@ static void expect_private(HANDLE h) {
   }
   ASSERT(seen_user && seen_system);
   LocalFree(sd);
+}
+
+/* The watcher's last step, as its hook told it (os/win/machine.h:
+ * WL__WATCH_STEP), and the pid that its last look read; `stepped` is set at
+ * each step. */
+static SRWLOCK step_mu = SRWLOCK_INIT;
+static const char *step_seen = "";
+static uint32_t step_pid;
+static HANDLE stepped;
+
+static void on_step(const char *step, uint32_t pid) {
+  AcquireSRWLockExclusive(&step_mu);
+  step_seen = step;
+  if (strcmp(step, "watch-again") != 0)
+    step_pid = pid;
+  ReleaseSRWLockExclusive(&step_mu);
+  SetEvent(stepped);
+}
+
+/* What the watchers of the cases before told (a pid may be reused since):
+ * they are joined. */
+static void steps_forget(void) {
+  AcquireSRWLockExclusive(&step_mu);
+  step_seen = "";
+  step_pid = 0;
+  ReleaseSRWLockExclusive(&step_mu);
+}
+
+static int step_is(const char *step, uint32_t pid) {
+  int is;
+
+  AcquireSRWLockShared(&step_mu);
+  is = strcmp(step_seen, step) == 0 && step_pid == pid;
+  ReleaseSRWLockShared(&step_mu);
+  return is;
+}
+
+/* Until the watcher's last step is `step`, in a look that read pid (10 s
+ * at most). */
+static void await_step(const char *step, uint32_t pid) {
+  uint64_t deadline = tnow_ns() + 10000000000u, now;
+
+  while (!step_is(step, pid)) {
+    now = tnow_ns();
+    if (now >= deadline) {
+      fprintf(stderr, "the watcher did not reach %s (pid %lu) in 10 s\n",
+              step, (unsigned long)pid);
+      ASSERT(0);
+    }
+    WaitForSingleObject(stepped, (DWORD)((deadline - now) / 1000000) + 1);
+  }
 }
 
 /* ---- The cases ----------------------------------------------------------- */
@@ -654,6 +706,75 @@ static void test_reused_pid_is_dead(void) {
   tshm_remove(path);
 }
 
+/* The probe handle replaced by one that is not a file's (an event's): its
+ * LockFileEx fails with ERROR_INVALID_HANDLE, as through a handle closed
+ * under it or an SMB path's after a reconnect. */
+static void break_probe(wl_manager_t *m) {
+  wl__os_local_t *l = m->local;
+
+  AcquireSRWLockExclusive(&l->probe_mu);
+  ASSERT(CloseHandle(l->probe));
+  l->probe = CreateEventW(NULL, FALSE, FALSE, NULL);
+  ASSERT(l->probe != NULL);
+  ReleaseSRWLockExclusive(&l->probe_mu);
+}
+
+static int life_held(wl_manager_t *m, wl_off_t owner) {
+  int held;
+
+  ASSERT_EQ(0, wl__lock(m));
+  held = wl__os_life_held(m, owner);
+  wl__unlock(m);
+  return held;
+}
+
+/* A probe that fails otherwise than for a held byte is no proof of life:
+ * the probe handle is opened again, so a killed holder's end is noticed
+ * and x granted here. A new open of the path that is not the file (another
+ * file put there) is never asked through: the byte reads as held until
+ * the file is back. */
+static void test_probe_error(void) {
+  char held_name[64], aside[MAX_PATH + 8];
+  void *held = twin_event(held_name), *c;
+  wl_manager_t *m;
+  wl_agent_t a;
+  wl_request_t x;
+  wl_off_t t;
+  HANDLE f;
+
+  tshm_path(path, sizeof(path), "probe-error");
+  /* Beside the file, where tshm_remove looks. */
+  snprintf(aside, sizeof(aside), "%s.aside", path);
+  c = spawn("hold", held_name, NULL);
+  ASSERT(twin_wait(held, 30000));
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("waiter"), tfifo_notify));
+  ASSERT_EQ(0, wl_request(&a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(0, wl__lock(m));
+  t = WL__REC(m, m->self, wl__owner_t)->watch;
+  wl__unlock(m);
+  break_probe(m);
+  twin_kill(c);
+  tawait_grant(&a, &x);
+  ASSERT_EQ(137, twin_exit(c));
+  ASSERT(MoveFileA(path, aside));
+  f = CreateFileA(path, GENERIC_WRITE, 0, NULL, CREATE_NEW,
+                  FILE_ATTRIBUTE_NORMAL, NULL);
+  ASSERT(f != INVALID_HANDLE_VALUE);
+  CloseHandle(f);
+  break_probe(m);
+  ASSERT_EQ(1, life_held(m, t));
+  ASSERT(DeleteFileA(path));
+  ASSERT(MoveFileA(aside, path));
+  ASSERT_EQ(0, life_held(m, t));
+  ASSERT_EQ(1, wl_release(&x));
+  wl_agent_close(&a);
+  expect_empty(m);
+  wl_scope_close(m);
+  CloseHandle(held);
+  tshm_remove(path);
+}
+
 /* A watched owner whose record names another process (a forged identity;
  * or, on Windows, a process whose locks are let go after its handle is
  * signalled): that process's end makes the watcher ask for the byte again,
@@ -671,6 +792,7 @@ static void test_watch_asks_again(void) {
   uint64_t created;
 
   tshm_path(path, sizeof(path), "asks-again");
+  steps_forget();
   c = spawn("hold", held_name, NULL);
   ASSERT(twin_wait(held, 30000));
   idle = spawn("idle", idle_name, NULL);
@@ -687,10 +809,10 @@ static void test_watch_asks_again(void) {
   /* The watcher reads the forged identity. */
   wl__os_watch_target(m, self, self->watch);
   wl__unlock(m);
+  await_step("watch-process", GetProcessId(idle));
   twin_kill(idle);
-  /* Nothing says when the watcher has looked: a while, in which the
-   * holder's byte is held and x is not granted. */
-  Sleep(300);
+  /* It has asked for the byte after idle's end: held, x not granted. */
+  await_step("watch-again", GetProcessId(idle));
   ASSERT(wl_agent_next(&a, &events) == NULL);
   twin_kill(c);
   tawait_grant(&a, &x);
@@ -702,6 +824,69 @@ static void test_watch_asks_again(void) {
   wl_scope_close(m);
   CloseHandle(held);
   CloseHandle(idle_ready);
+  tshm_remove(path);
+}
+
+/* The agent whose wake event's names are taken before it makes its event,
+ * by the thread squatting (in the fault point "wake-name", between the
+ * draw and the event's creation): the first name by another's event, the
+ * second by an object of another kind (a mutex). */
+static wl_agent_t squatted_agent;
+static DWORD squatting;
+static uint64_t squatted[2];
+static HANDLE squatters[2];
+static int nsquatted;
+
+static void squat_name(const char *point) {
+  wchar_t name[WL__WIN_NAME_MAX];
+  uint64_t wake = squatted_agent.wake;
+
+  if (strcmp(point, "wake-name") != 0 || nsquatted == 2 ||
+      GetCurrentThreadId() != __atomic_load_n(&squatting, __ATOMIC_SEQ_CST))
+    return;
+  wl__win_name(name, "wake", wake);
+  squatters[nsquatted] = nsquatted == 0 ? CreateEventW(NULL, FALSE, FALSE, name)
+                                        : CreateMutexW(NULL, FALSE, name);
+  ASSERT(squatters[nsquatted] != NULL);
+  squatted[nsquatted++] = wake;
+}
+
+/* A wake event's name that another object has is drawn again: the agent
+ * gets an event of its own, named in its record, and is woken through it
+ * (here by a second manager of the file, which wakes agents of the first
+ * as another process's); the squatter's event is never set. */
+static void test_wake_name_taken(void) {
+  void (*hook)(const char *) = wl__fault_hook;
+  wl_agent_t *a = &squatted_agent, holder;
+  wl_request_t hx, x;
+  wl_manager_t *m1, *m2;
+  int i;
+
+  tshm_path(path, sizeof(path), "wake-taken");
+  m1 = tscope_open(path, SIZE);
+  m2 = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m2, &holder, ID("holder"), tignore_notify));
+  ASSERT_EQ(WL_GRANTED_AT_ONCE,
+            wl_request(&holder, &hx, NAME("x"), WL_EXCLUSIVE, 0));
+  wl__fault_hook = squat_name;
+  __atomic_store_n(&squatting, GetCurrentThreadId(), __ATOMIC_SEQ_CST);
+  ASSERT_EQ(0, wl_agent_init(m1, a, ID("squatted"), tignore_notify));
+  __atomic_store_n(&squatting, 0, __ATOMIC_SEQ_CST);
+  wl__fault_hook = hook;
+  ASSERT(a->wake != squatted[0] && a->wake != squatted[1]);
+  ASSERT_EQ(2, nsquatted);
+  ASSERT_EQ(0, wl_request(a, &x, NAME("x"), WL_EXCLUSIVE, 0));
+  ASSERT_EQ(1, wl_release(&hx));
+  tawait_grant(a, &x);
+  ASSERT(!twin_wait(squatters[0], 0));
+  ASSERT_EQ(1, wl_release(&x));
+  wl_agent_close(a);
+  wl_agent_close(&holder);
+  expect_empty(m1);
+  wl_scope_close(m2);
+  wl_scope_close(m1);
+  for (i = 0; i < 2; i++)
+    CloseHandle(squatters[i]);
   tshm_remove(path);
 }
 
@@ -816,7 +1001,8 @@ static void test_crash_at_every_point(void) {
   static const char *points[] = {"alloc",         "free",          "hold",
                                  "unhold",        "steal",         "end",
                                  "mail",          "request-alloc", "request-name",
-                                 "request-queued", "request-stole", "ring"};
+                                 "request-queued", "request-stole", "ring",
+                                 "wake-name"};
   size_t i;
 
   for (i = 0; i < sizeof(points) / sizeof(points[0]); i++)
@@ -881,8 +1067,8 @@ static void test_foreign_file_refused(void) {
  * handle is signalled (os/win/machine.h, point 3). Wine lets go at once, so
  * here the record names another process (`idle`) than the byte's holder
  * (`hold`), as test_watch_asks_again does: the named process ends first,
- * the holder later. The sleeps give the watcher time to reach the state
- * each case is about; nothing in it can be awaited from outside. */
+ * the holder later. Each case awaits the watcher's step it is about
+ * (await_step). */
 typedef struct {
   void *holder, *idle, *held, *idle_ready;
   wl_manager_t *m;
@@ -901,6 +1087,7 @@ static void setup(setup_t *s, const char *what) {
   s->held = twin_event(held_name);
   s->idle_ready = twin_event(idle_name);
   tshm_path(path, sizeof(path), what);
+  steps_forget();
   s->holder = spawn("hold", held_name, NULL);
   ASSERT(twin_wait(s->held, 30000));
   s->idle = spawn("idle", idle_name, NULL);
@@ -956,13 +1143,13 @@ static void test_bell_during_let_go(void) {
 
   setup(&s, "bell-let-go");
   name_and_ring(&s, s.pid);
-  /* Nothing says when the watcher has looked: a while, each time. */
-  Sleep(300);
+  await_step("watch-process", s.pid);
   twin_kill(s.idle);
   ASSERT_EQ(137, twin_exit(s.idle));
-  Sleep(300); /* the watcher is in wl__let_go */
+  await_step("watch-again", s.pid); /* in wl__let_go */
   name_and_ring(&s, GONE_PID);
-  Sleep(300); /* it is in wl__watch_one again: held, no process */
+  /* in wl__watch_one again: held, no process, so in wl__let_go */
+  await_step("watch-again", GONE_PID);
   finish(&s);
 }
 
@@ -977,7 +1164,7 @@ static void test_first_watch_of_ended_process(void) {
   twin_kill(s.idle);
   ASSERT_EQ(137, twin_exit(s.idle));
   name_and_ring(&s, GONE_PID);
-  Sleep(300);
+  await_step("watch-again", GONE_PID);
   finish(&s);
 }
 
@@ -1029,6 +1216,9 @@ static void test_file_dacl_private(void) {
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "child") == 0)
     return child(argc, argv);
+  stepped = CreateEventW(NULL, FALSE, FALSE, NULL);
+  ASSERT(stepped != NULL);
+  wl__watch_hook = on_step;
   RUN(test_one_file);
   RUN(test_publish_never_replaces);
   RUN(test_killed_creation_leaves_nothing);
@@ -1042,11 +1232,13 @@ int main(int argc, char **argv) {
   RUN(test_one_handle_two_threads);
   RUN(test_life);
   RUN(test_reused_pid_is_dead);
+  RUN(test_probe_error);
   RUN(test_watch_asks_again);
   RUN(test_copy_owners_dead);
   RUN(test_hostile_watch_target);
   RUN(test_crash_at_every_point);
   RUN(test_named_objects_private);
+  RUN(test_wake_name_taken);
   RUN(test_foreign_file_refused);
   RUN(test_bell_during_let_go);
   RUN(test_first_watch_of_ended_process);

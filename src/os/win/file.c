@@ -85,6 +85,7 @@ static int wl__local(wl_manager_t *m) {
   if (m->local == NULL)
     return WL_ENOMEM;
   InitializeSRWLock(&m->local->mu);
+  InitializeSRWLock(&m->local->probe_mu);
   m->local->pid = GetCurrentProcessId();
   return 0;
 }
@@ -337,6 +338,23 @@ int wl__os_file_reserve(wl_manager_t *m, uint64_t upto) {
   return 0;
 }
 
+/* An open of the file at wpath to probe through (os/win/life.c), and what
+ * it is in *fi. */
+static HANDLE wl__probe_open(const wchar_t *wpath,
+                             BY_HANDLE_FILE_INFORMATION *fi) {
+  HANDLE h = CreateFileW(wpath, GENERIC_READ,
+                         FILE_SHARE_READ | FILE_SHARE_WRITE |
+                             FILE_SHARE_DELETE,
+                         NULL, OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT,
+                         NULL);
+
+  if (h != INVALID_HANDLE_VALUE && !GetFileInformationByHandle(h, fi)) {
+    CloseHandle(h);
+    h = INVALID_HANDLE_VALUE;
+  }
+  return h;
+}
+
 /* The file at path is the one mapped, with one name; the open by path is
  * kept as the probe handle (os/win/life.c), a handle of its own whose byte
  * locks are not m->fd's. The file is known by its index on the volume of
@@ -349,22 +367,15 @@ int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
   wchar_t wpath[WL__WPATH_MAX];
   BY_HANDLE_FILE_INFORMATION a, b;
   HANDLE h;
-  int same;
 
   if (wl__wide(path, wpath) != 0)
     return wl__say(err, errlen, WL_EINVAL, "cannot open %s: not UTF-8", path);
-  h = CreateFileW(wpath, GENERIC_READ,
-                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-                  OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT, NULL);
-  if (h == INVALID_HANDLE_VALUE)
-    return wl__say(err, errlen, WL_ECORRUPT,
-                   "%s was replaced while it was being opened", path);
-  same = GetFileInformationByHandle(h, &b) &&
-         GetFileInformationByHandle(m->fd, &a) &&
-         a.nFileIndexHigh == b.nFileIndexHigh &&
-         a.nFileIndexLow == b.nFileIndexLow;
-  if (!same) {
-    CloseHandle(h);
+  h = wl__probe_open(wpath, &b);
+  if (h == INVALID_HANDLE_VALUE || !GetFileInformationByHandle(m->fd, &a) ||
+      a.nFileIndexHigh != b.nFileIndexHigh ||
+      a.nFileIndexLow != b.nFileIndexLow) {
+    if (h != INVALID_HANDLE_VALUE)
+      CloseHandle(h);
     return wl__say(err, errlen, WL_ECORRUPT,
                    "%s was replaced while it was being opened", path);
   }
@@ -379,6 +390,40 @@ int wl__os_file_probe(wl_manager_t *m, const char *path, char *err,
   m->local->volume = b.dwVolumeSerialNumber;
   m->local->ino = ((uint64_t)b.nFileIndexHigh << 32) | b.nFileIndexLow;
   return 0;
+}
+
+/* A new open of the path, if it is still the file that wl__os_file_probe
+ * found there: another file put at the path must never be probed. */
+static HANDLE wl__probe_again(const wl_manager_t *m) {
+  wchar_t wpath[WL__WPATH_MAX];
+  BY_HANDLE_FILE_INFORMATION fi;
+  HANDLE h;
+
+  if (wl__wide(m->path, wpath) != 0 ||
+      (h = wl__probe_open(wpath, &fi)) == INVALID_HANDLE_VALUE)
+    return INVALID_HANDLE_VALUE;
+  if (fi.dwVolumeSerialNumber == m->local->volume &&
+      (((uint64_t)fi.nFileIndexHigh << 32) | fi.nFileIndexLow) ==
+          m->local->ino)
+    return h;
+  CloseHandle(h);
+  return INVALID_HANDLE_VALUE;
+}
+
+/* The failed handle is closed only once no thread asks through it. */
+int wl__win_probe_reopen(wl_manager_t *m, HANDLE failed) {
+  wl__os_local_t *l = m->local;
+  HANDLE h;
+  int rc;
+
+  AcquireSRWLockExclusive(&l->probe_mu);
+  if (l->probe == failed && (h = wl__probe_again(m)) != INVALID_HANDLE_VALUE) {
+    CloseHandle(failed);
+    l->probe = h;
+  }
+  rc = l->probe == failed ? -1 : 0;
+  ReleaseSRWLockExclusive(&l->probe_mu);
+  return rc;
 }
 
 int wl__os_file_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino) {

@@ -27,15 +27,35 @@ int wl__win_created(HANDLE h, uint64_t *created) {
 }
 
 /* A shared lock, so that two threads' probes (a sweep's and a watcher's)
- * never exclude each other; an owner's exclusive one excludes it. */
+ * never exclude each other; an owner's exclusive one excludes it. 1 if
+ * another handle holds the byte, 0 if it is free, -1 if the probe failed
+ * (the handle asked through in *used). */
+static int wl__ask(wl__os_local_t *l, uint64_t at, HANDLE *used) {
+  int rc = 0;
+
+  AcquireSRWLockShared(&l->probe_mu);
+  *used = l->probe;
+  if (wl__win_lock(l->probe, LOCKFILE_FAIL_IMMEDIATELY, at))
+    wl__win_lock(l->probe, (DWORD)-1, at);
+  else
+    rc = GetLastError() == ERROR_LOCK_VIOLATION ? 1 : -1;
+  ReleaseSRWLockShared(&l->probe_mu);
+  return rc;
+}
+
+/* A failed probe is no proof of life: asked once more through a new
+ * handle (os/win/machine.h, point 3). */
 int wl__win_held(wl_manager_t *m, wl_off_t off) {
   uint64_t at = WL__LIFE_AT + off;
+  HANDLE used;
+  int rc;
 
-  if (wl__win_owner(m, off) == NULL ||
-      !wl__win_lock(m->local->probe, LOCKFILE_FAIL_IMMEDIATELY, at))
+  if (wl__win_owner(m, off) == NULL)
     return 1;
-  wl__win_lock(m->local->probe, (DWORD)-1, at);
-  return 0;
+  rc = wl__ask(m->local, at, &used);
+  if (rc < 0 && wl__win_probe_reopen(m, used) == 0)
+    rc = wl__ask(m->local, at, &used);
+  return rc != 0;
 }
 
 /* Under the mutex. The identity is written once the byte is held, pid
@@ -70,7 +90,8 @@ void wl__os_life_give(wl_manager_t *m, wl_off_t owner) {
   wl__win_lock(m->fd, (DWORD)-1, WL__LIFE_AT + owner);
 }
 
-/* When in doubt (a record out of bounds, a test that fails), it is held. */
+/* When in doubt (a record out of bounds, a probe that fails twice), it is
+ * held. */
 int wl__os_life_held(wl_manager_t *m, wl_off_t owner) {
   return wl__win_held(m, owner);
 }

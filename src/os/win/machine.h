@@ -54,15 +54,20 @@
  *      (the probe handle, the open by path that checks the file: its locks
  *      are not the manager's handle's, so this process's own owners read
  *      as held) and giving it back at once if it got it; shared, so that
- *      two threads' probes never exclude each other. Any failure: held, in
- *      doubt. The pid and creation time in the record only name a process
- *      to the death watch (point 5): a pid reused by another process, a
- *      forged record, or a copy of a live scope's file (whose bytes no one
- *      locks) never keep a dead owner alive. Windows gives a process's
- *      locks up as its handles close, when it exits or is terminated: wine
- *      (its wineserver) at once; real Windows documents only that the
- *      locks are unlocked by the operating system, not when, and may do it
- *      after the process's handle is signalled.
+ *      two threads' probes never exclude each other. Only
+ *      ERROR_LOCK_VIOLATION reads as held: another failure (a broken
+ *      handle, as an SMB path's after a reconnect) would keep a dead owner
+ *      alive for good, so the probe handle is opened again by path, if
+ *      that is still the file, and the byte asked once more; if that fails
+ *      too, it is held, in doubt, and the next ask opens again. The pid
+ *      and creation time in the record only name a process to the death
+ *      watch (point 5): a pid reused by another process, a forged record,
+ *      or a copy of a live scope's file (whose bytes no one locks) never
+ *      keep a dead owner alive. Windows gives a process's locks up as its
+ *      handles close, when it exits or is terminated: wine (its
+ *      wineserver) at once; real Windows documents only that the locks are
+ *      unlocked by the operating system, not when, and may do it after the
+ *      process's handle is signalled.
  *   4. Wake-ups: a named auto-reset event per agent (and per owner's
  *      watcher, its bell), named by a number drawn at random (Global\,
  *      web-locks-wake-<16 hex digits>). The system removes a named event
@@ -116,6 +121,7 @@ typedef struct wl__os_local_s {
   int dead;     /* taken after its holder died, not repaired: under mu */
   DWORD pid;    /* this process's id */
   HANDLE probe; /* a second handle of the file, once probed (point 3) */
+  SRWLOCK probe_mu; /* over probe: shared to ask, exclusive to replace */
   DWORD volume; /* the serial number of the file's volume, once probed */
   uint64_t ino; /* the file's index on it, once probed */
   HANDLE doom;  /* a made file's, with DELETE access, until published */
@@ -131,6 +137,24 @@ BOOL wl__win_lock(HANDLE h, DWORD flags, uint64_t at);
  * handle and given back at once: 1, and when in doubt; 0 if it is free
  * (life.c). */
 int wl__win_held(wl_manager_t *m, wl_off_t off);
+/* Replaces the probe handle `failed` by a new open of the file's path, if
+ * that is still the file and no other thread replaced it first: 0, or -1
+ * (file.c). */
+int wl__win_probe_reopen(wl_manager_t *m, HANDLE failed);
+
+/* Test builds (WL_FAULTS) tell a test's hook each step of the watcher
+ * (watch.c), with the pid its look read, so that a test can await a step
+ * instead of sleeping: "watch-process" (it waits for that process),
+ * "watch-no-process" (no process this user can open has that identity),
+ * "watch-again" (pid 0: the byte is still held after the process's end,
+ * or with no process, and it waits to ask again). */
+#ifdef WL_FAULTS
+extern void (*wl__watch_hook)(const char *step, uint32_t pid);
+#define WL__WATCH_STEP(step, pid)                                             \
+  (wl__watch_hook != NULL ? wl__watch_hook(step, pid) : (void)0)
+#else
+#define WL__WATCH_STEP(step, pid) ((void)0)
+#endif
 
 /* kernel.c: name = Global\web-locks-<kind>-<number in hex>. */
 void wl__win_name(wchar_t *name, const char *kind, uint64_t number);

@@ -45,6 +45,7 @@ int wl__os_wake_open(wl_manager_t *m, uint64_t *stored, uint64_t *wake,
       break;
     __atomic_store_n(stored, *wake, __ATOMIC_RELAXED);
     wl__win_name(name, "wake", *wake);
+    WL__FAULT("wake-name");
     h = CreateEventW(sa, FALSE, FALSE, name);
     if (h == NULL) {
       rc = wl__event_taken(GetLastError());

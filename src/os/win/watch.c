@@ -90,6 +90,7 @@ static int wl__let_go(wl__watch_t *w, wl_off_t t) {
   DWORD delay = 1, r;
 
   while (wl__win_held(w->m, t)) {
+    WL__WATCH_STEP("watch-again", 0);
     if ((r = WaitForSingleObject(w->bell, delay)) != WAIT_TIMEOUT)
       return r == WAIT_OBJECT_0 ? WL__AGAIN : WL__CANNOT;
     if (delay < 64)
@@ -98,11 +99,27 @@ static int wl__let_go(wl__watch_t *w, wl_off_t t) {
   return WL__DIED;
 }
 
+/* The process that a record's identity names, if this user can open it
+ * and it is that one (its creation time), else NULL. */
+static HANDLE wl__process(uint32_t pid, uint64_t created) {
+  HANDLE h = pid == 0
+                 ? NULL
+                 : OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION,
+                               FALSE, pid);
+  uint64_t c;
+
+  if (h != NULL && (wl__win_created(h, &c) != 0 || c != created)) {
+    CloseHandle(h);
+    h = NULL;
+  }
+  return h;
+}
+
 /* Until the target changes (its bell is set) or its byte is let go:
  * WL__DIED if it was, WL__AGAIN, or WL__CANNOT. */
 static int wl__watch_one(wl__watch_t *w, wl_off_t t, const wl__owner_t *o) {
   uint32_t pid = __atomic_load_n(&o->pid, SEQ);
-  uint64_t created = __atomic_load_n(&o->created, SEQ), c;
+  uint64_t created = __atomic_load_n(&o->created, SEQ);
   HANDLE h[2];
   DWORD r;
 
@@ -111,15 +128,12 @@ static int wl__watch_one(wl__watch_t *w, wl_off_t t, const wl__owner_t *o) {
   if (!wl__win_held(w->m, t))
     return WL__DIED;
   h[0] = w->bell;
-  h[1] = pid == 0 ? NULL
-                  : OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION,
-                                FALSE, pid);
-  if (h[1] == NULL)
-    return wl__let_go(w, t);
-  if (wl__win_created(h[1], &c) != 0 || c != created) {
-    CloseHandle(h[1]);
+  h[1] = wl__process(pid, created);
+  if (h[1] == NULL) {
+    WL__WATCH_STEP("watch-no-process", pid);
     return wl__let_go(w, t);
   }
+  WL__WATCH_STEP("watch-process", pid);
   r = WaitForMultipleObjects(2, h, FALSE, INFINITE);
   CloseHandle(h[1]);
   if (r == WAIT_OBJECT_0 + 1)
