@@ -503,7 +503,9 @@ function acquireLock (backend, name, options) {
     return gate
   }
   const outcome = requestLock(backend, name, options, callback, 'acquire')
-  // (It fulfils only once the lock was released, or for a miss.)
+  // After the request was made, a call, but one that needs less stack than
+  // requestLock() just had at this depth. (It fulfils only once the lock
+  // was released, or for a miss.)
   PromisePrototypeThen(outcome, undefined, (error) => {
     state.done = true
     if (settle === undefined) return // the lock was handed over: its release() tells

@@ -384,6 +384,79 @@ for (const [title, open] of MANAGERS) {
   });
 }
 
+describe('acquire() near the stack limit', function () {
+  this.timeout(60000);
+
+  it('either fails (throwing or rejecting) with nothing left in the manager, or gives a lock: none lost, no unhandled rejection, no warning', async function () {
+    // Fills the stack, then calls acquire() at every third depth on the way
+    // back, the deepest first; the padding shifts where it overflows.
+    const script = `
+      const { locks } = require(${JSON.stringify(require('./fixtures/util').PKG)});
+      const problems = [];
+      process.on('uncaughtException', (e) => problems.push('uncaught: ' + e.stack));
+      process.on('unhandledRejection', (e) => problems.push('unhandled: ' + (e && e.stack)));
+      process.on('warning', (w) => problems.push('warning: ' + w.message));
+      const controller = new AbortController();
+      const variants = [
+        (i) => ['deep'],
+        (i) => ['deep', { mode: 'shared' }],
+        (i) => ['deep', { signal: controller.signal }],
+        (i) => ['deep', { ifAvailable: true }],
+        (i) => ['deep-steal-' + i, { steal: true }],
+      ];
+      const promises = [];
+      let thrown = 0;
+      function attempt(variant) {
+        const i = promises.length;
+        promises[i] = null;
+        try {
+          promises[i] = locks.acquire(...variants[variant](i));
+        } catch {
+          thrown++;
+        }
+      }
+      function recurse(depth, variant, a, b, c, d) {
+        try { recurse(depth + 1, variant, a + 1, b, c, d); } catch {}
+        if (depth % 3 === 0) attempt(variant);
+      }
+      (async () => {
+        let granted = 0;
+        for (let round = 0; round < 30; round++) {
+          const from = promises.length;
+          recurse(0, round % variants.length, round, 0, 0, 0);
+          // Each lock is released as it comes, so that the next is granted.
+          const outcomes = promises.slice(from).map((p) => p === null ? 'threw' : p.then(async (lock) => {
+            if (lock === null) return 'missed';
+            granted++;
+            await lock.release();
+            return 'granted';
+          }, () => 'rejected'));
+          const all = Promise.all(outcomes);
+          const timedOut = await Promise.race([all.then(() => false), new Promise((r) => setTimeout(() => r(true), 10000))]);
+          if (timedOut) { problems.push('round ' + round + ': an acquire() never settled'); break; }
+        }
+        for (let i = 0; i < 5; i++) {
+          globalThis.gc();
+          await new Promise((r) => setImmediate(r));
+        }
+        const { held, pending } = await locks.query();
+        console.log(JSON.stringify({ attempts: promises.length, thrown, granted, held: held.length, pending: pending.length, problems: problems.slice(0, 5) }));
+      })();
+    `;
+    const seen = await new Promise((resolve, reject) => {
+      execFile(process.execPath, ['--expose-gc', '-e', script], { timeout: 50000, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
+        if (error) reject(new Error(`child failed: ${error.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout.trim().split('\n').pop()));
+      });
+    });
+    assert.deepEqual(seen.problems, []);
+    assert.equal(seen.held, 0, 'no lock left held');
+    assert.equal(seen.pending, 0, 'no request left queued');
+    assert.ok(seen.attempts > 1000, `made ${seen.attempts} attempts`);
+    assert.ok(seen.granted > 0, 'some acquire() calls near the limit went through');
+  });
+});
+
 describe('ReleasableLock and LockManager.prototype.acquire', function () {
   let locks;
   let LockManager;
