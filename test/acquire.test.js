@@ -14,6 +14,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { api, holdOn, only, rejects, isDOMException, scopeName, trackUnhandled, uniq } = require('./fixtures/util');
 const { postgres } = require('./fixtures/postgres');
+const { spawnScript, terminateAll } = require('./fixtures/agent');
 
 // `await using` where the running Node has it (24+). The blocks that use it
 // are in a fixture loaded only there: this file must parse on Node 18 to 22.
@@ -454,6 +455,32 @@ describe('acquire() near the stack limit', function () {
     assert.equal(seen.pending, 0, 'no request left queued');
     assert.ok(seen.attempts > 1000, `made ${seen.attempts} attempts`);
     assert.ok(seen.granted > 0, 'some acquire() calls near the limit went through');
+  });
+});
+
+describe('acquire() in a thread that ends', function () {
+  this.timeout(20000);
+  afterEach(terminateAll);
+
+  it('a lock the thread acquired and never released is released as the thread ends, and goes to the next in line', async function () {
+    const name = uniq('acq-thread');
+    // The worker holds the lock until told to end, and ends without
+    // releasing it.
+    const w = spawnScript(`
+      (async () => {
+        globalThis.lock = await locks.acquire(workerData.name);
+        parentPort.once('message', () => parentPort.close());
+        parentPort.postMessage('acquired');
+      })();
+    `, { name });
+    await w.message((m) => m === 'acquired');
+    const { locks } = api();
+    assert.equal(only(await locks.query(), name).held.length, 1);
+    const next = locks.acquire(name);
+    w.post('end');
+    await w.exited;
+    const lock = await next;
+    await lock.release();
   });
 });
 
