@@ -59,6 +59,36 @@ export declare class Lock {
   readonly token: bigint
 }
 
+// The symbol of explicit resource management (`await using`), where no lib
+// declares it (lib esnext.disposable does; @types/node 22 declares it so
+// too). Node has it from 18.18 on.
+declare global {
+  interface SymbolConstructor {
+    readonly asyncDispose: unique symbol
+  }
+}
+
+/**
+ * Not in the spec: a granted lock that acquire() gave (a Lock at run time:
+ * `instanceof Lock` holds), held until release() or [Symbol.asyncDispose]()
+ * (the end of an `await using` block). Not constructible.
+ */
+export declare class ReleasableLock implements Lock {
+  private constructor ()
+  readonly mode: LockMode
+  readonly name: string
+  readonly token: bigint
+  /**
+   * Releases the lock. Every call (and [Symbol.asyncDispose]()) returns the
+   * same promise: fulfilled once the lock is released, or rejected with the
+   * error that request() would have rejected with, an AbortError if the
+   * lock was stolen or its manager closed.
+   */
+  release (): Promise<void>
+  /** release(), for `await using`. */
+  [Symbol.asyncDispose] (): Promise<void>
+}
+
 /**
  * A lock manager as seen from one thread: the process-wide one (`locks`) or
  * one that openLockManager() opened. Not constructible.
@@ -68,6 +98,18 @@ export declare class LockManager {
   query (): Promise<LockManagerSnapshot>
   request<T> (name: string, callback: LockGrantedCallback<T>): Promise<Awaited<T>>
   request<T> (name: string, options: LockOptions, callback: LockGrantedCallback<T>): Promise<Awaited<T>>
+  /**
+   * Not in the spec: request() without a callback, as proposed for the spec
+   * (w3c/web-locks#122). Resolves with the lock once it is granted, held
+   * until its release() or the end of an `await using` block; with null
+   * when `ifAvailable` is set and the lock is not free. Rejects as request()
+   * does (the same options, the same errors). A lock never released stays
+   * held, as a callback's whose promise never settles, until the manager is
+   * closed or the thread ends.
+   */
+  acquire (name: string, options: LockOptions & { ifAvailable: true }): Promise<ReleasableLock | null>
+  acquire (name: string, options?: LockOptions & { ifAvailable?: false }): Promise<ReleasableLock>
+  acquire (name: string, options?: LockOptions): Promise<ReleasableLock | null>
 }
 
 /** A LockManager that openLockManager() opened (the same class). */

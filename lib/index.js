@@ -16,7 +16,8 @@ const {
   SafeWeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet, WeakMapPrototypeDelete,
   MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, MapPrototypeForEach,
   WeakSetPrototypeAdd, WeakSetPrototypeHas,
-  SymbolDispose, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
+  SymbolDispose, SymbolAsyncDispose, SafeFinalizationRegistry, FinalizationRegistryPrototypeRegister,
+  FinalizationRegistryPrototypeUnregister, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
 const { machineTarget, openMachine, admitMachine, machineBackend } = require('./manager-machine.js')
@@ -402,40 +403,41 @@ function signalOpsOf (value) {
 }
 
 // WebIDL dictionary conversion of LockOptions: members in lexicographic order.
-function toLockOptions (value) {
+// `method` is the LockManager method called, for the messages.
+function toLockOptions (value, method) {
   if (value === undefined || value === null) return DEFAULT_OPTIONS
   if (typeof value !== 'object' && typeof value !== 'function') {
-    throw new SafeTypeError("Failed to execute 'request' on 'LockManager': The provided value is not of type 'LockOptions'.")
+    throw new SafeTypeError(`Failed to execute '${method}' on 'LockManager': The provided value is not of type 'LockOptions'.`)
   }
   const ifAvailable = !!value.ifAvailable
   const modeValue = value.mode
   const mode = modeValue === undefined ? 'exclusive' : toDOMString(modeValue)
   if (mode !== 'exclusive' && mode !== 'shared') {
-    throw new SafeTypeError(`Failed to execute 'request' on 'LockManager': The provided value '${mode}' is not a valid enum value of type LockMode.`)
+    throw new SafeTypeError(`Failed to execute '${method}' on 'LockManager': The provided value '${mode}' is not a valid enum value of type LockMode.`)
   }
   const signal = value.signal
   const signalOps = signal === undefined ? undefined : signalOpsOf(signal)
   if (signal !== undefined && signalOps === undefined) {
-    throw new SafeTypeError("Failed to execute 'request' on 'LockManager': member signal is not of type 'AbortSignal'.")
+    throw new SafeTypeError(`Failed to execute '${method}' on 'LockManager': member signal is not of type 'AbortSignal'.`)
   }
   const steal = !!value.steal
   return { ifAvailable, mode, signal, signalOps, steal }
 }
 
-function notSupported (message) {
-  return domException(`Failed to execute 'request' on 'LockManager': ${message}`, 'NotSupportedError')
+function notSupported (method, message) {
+  return domException(`Failed to execute '${method}' on 'LockManager': ${message}`, 'NotSupportedError')
 }
 
 // Request a lock (spec 4.1). The native request is the commit point: what
 // can fail (including a RangeError near the stack limit) comes before it and
 // leaves nothing in the manager; after it, only plain stores, which cannot.
-function requestLock (backend, name, options, callback) {
+function requestLock (backend, name, options, callback, method) {
   const { ifAvailable, mode, signal, signalOps, steal } = options
-  if (name.length > 0 && name[0] === '-') throw notSupported("Names starting with '-' are reserved.")
-  if (steal && ifAvailable) throw notSupported("The 'steal' and 'ifAvailable' options cannot be used together.")
-  if (steal && mode !== 'exclusive') throw notSupported("The 'steal' option may only be used with 'exclusive' locks.")
+  if (name.length > 0 && name[0] === '-') throw notSupported(method, "Names starting with '-' are reserved.")
+  if (steal && ifAvailable) throw notSupported(method, "The 'steal' and 'ifAvailable' options cannot be used together.")
+  if (steal && mode !== 'exclusive') throw notSupported(method, "The 'steal' option may only be used with 'exclusive' locks.")
   if (signal !== undefined && (steal || ifAvailable)) {
-    throw notSupported(`The 'signal' and '${steal ? 'steal' : 'ifAvailable'}' options cannot be used together.`)
+    throw notSupported(method, `The 'signal' and '${steal ? 'steal' : 'ifAvailable'}' options cannot be used together.`)
   }
   if (signal !== undefined && signalOps.aborted(signal)) return PromiseReject(signalOps.reason(signal))
 
@@ -476,6 +478,57 @@ function requestLock (backend, name, options, callback) {
   return promise
 }
 
+// acquire(): a request whose callback hands its lock to the caller, as a
+// ReleasableLock, and holds it until that lock's release(). The rest is
+// request()'s: validation, queue, signal, steal, diagnostics; and its
+// promise's outcome (the lock released, or why not) is what release() gives.
+function acquireLock (backend, name, options) {
+  // The resolvers of acquired while it is unsettled, dropped then: the
+  // request, which its manager keeps as long as the lock is held, must keep
+  // no path to the lock (see `unreleased`).
+  let settle
+  const acquired = new SafePromise((resolve, reject) => { settle = { resolve, reject } })
+  if (settle === undefined) return acquired
+  const state = { name, done: false }
+  const callback = (granted) => {
+    const { resolve } = settle
+    settle = undefined
+    if (granted === null) {
+      resolve(null)
+      return undefined
+    }
+    let open
+    const gate = new SafePromise((resolve) => { open = resolve })
+    resolve(new ReleasableLock(kToken, granted.name, granted.mode, granted.token, open, outcome, state))
+    return gate
+  }
+  const outcome = requestLock(backend, name, options, callback, 'acquire')
+  // After the request was made, a call, but one that needs less stack than
+  // requestLock() just had at this depth. (It fulfils only once the lock
+  // was released, or for a miss.)
+  PromisePrototypeThen(outcome, undefined, (error) => {
+    state.done = true
+    if (settle === undefined) return // the lock was handed over: its release() tells
+    const { reject } = settle
+    settle = undefined
+    reject(error)
+  })
+  return acquired
+}
+
+// A lock that acquire() gave and that nothing can release any more (its
+// object was collected while held) stays held, as the lock of a callback
+// whose promise never settles does, until its manager is closed or its
+// thread ends; a warning says so.
+const unreleased = new SafeFinalizationRegistry((state) => {
+  if (state.done) return
+  const { name } = state
+  const shown = name.length > 100 ? `${name.slice(0, 100)}...` : name
+  process.emitWarning(`The lock '${shown}' that acquire() gave was garbage-collected while held: it stays held until ` +
+    'its lock manager is closed or this thread ends. Release it (await using, or release()), or use request() with a callback.',
+  { code: 'WEB_LOCKS_UNRELEASED' })
+})
+
 function publishStart (request, queued) {
   const payload = { name: request.name, mode: request.options.mode }
   request.diagnostics = payload
@@ -507,12 +560,36 @@ class LockManager {
         throw new SafeTypeError(`Failed to execute 'request' on 'LockManager': 2 arguments required, but only ${argc} present.`)
       }
       name = toDOMString(name)
-      const options = argc === 2 ? DEFAULT_OPTIONS : toLockOptions(optionsOrCallback)
+      const options = argc === 2 ? DEFAULT_OPTIONS : toLockOptions(optionsOrCallback, 'request')
       const callback = argc === 2 ? optionsOrCallback : arguments[2]
       if (typeof callback !== 'function') {
         throw new SafeTypeError(`Failed to execute 'request' on 'LockManager': parameter ${argc === 2 ? 2 : 3} is not of type 'Function'.`)
       }
-      return requestLock(backend, name, options, callback)
+      return requestLock(backend, name, options, callback, 'request')
+    } catch (error) {
+      return PromiseReject(error)
+    }
+  }
+
+  // Not in the spec: request() without a callback, as proposed in
+  // w3c/web-locks#122, under a name of its own, since the spec's request()
+  // must reject a call without a callback. acquire(name, [options]).
+  acquire (name) {
+    try {
+      if (!(this !== null && typeof this === 'object' && #backend in this)) throw new SafeTypeError('Illegal invocation')
+      const backend = this.#backend
+      if (backend.agent.closed) throw invalidState('acquire')
+      if (arguments.length < 1) {
+        throw new SafeTypeError("Failed to execute 'acquire' on 'LockManager': 1 argument required, but only 0 present.")
+      }
+      name = toDOMString(name)
+      // A dictionary may be a function, but a callback here is a mistake
+      // that would hold the lock without ever calling it.
+      const options = arguments[1]
+      if (typeof options === 'function') {
+        throw new SafeTypeError("Failed to execute 'acquire' on 'LockManager': parameter 2 is a function; acquire() takes no callback (request() does).")
+      }
+      return acquireLock(backend, name, toLockOptions(options, 'acquire'))
     } catch (error) {
       return PromiseReject(error)
     }
@@ -645,10 +722,61 @@ class Lock {
   }
 }
 
+// Not in the spec: what acquire() gives, a Lock that its holder releases
+// (w3c/web-locks#122's disposable lock). release() and
+// [Symbol.asyncDispose]() release it and return one promise, of the
+// request's outcome: undefined once the lock is released, or the error
+// request() would reject with (an AbortError if it was stolen or its
+// manager closed).
+class ReleasableLock extends Lock {
+  #open
+  #outcome
+  #released = undefined
+
+  constructor (key, name, mode, token, open, outcome, state) {
+    super(key, name, mode, token)
+    this.#open = open
+    this.#outcome = outcome
+    FinalizationRegistryPrototypeRegister(unreleased, this, state, this)
+  }
+
+  release () {
+    try {
+      if (!(this !== null && typeof this === 'object' && #open in this)) throw new SafeTypeError('Illegal invocation')
+      return this.#release()
+    } catch (error) {
+      return PromiseReject(error)
+    }
+  }
+
+  [SymbolAsyncDispose] () {
+    try {
+      if (!(this !== null && typeof this === 'object' && #open in this)) throw new SafeTypeError('Illegal invocation')
+      return this.#release()
+    } catch (error) {
+      return PromiseReject(error)
+    }
+  }
+
+  // The request's callback returned the gate: opening it releases the lock,
+  // as the settling of a callback's promise does. A new promise, so that a
+  // failure nobody awaits is reported as unhandled.
+  #release () {
+    if (this.#released === undefined) {
+      FinalizationRegistryPrototypeUnregister(unreleased, this)
+      this.#open()
+      this.#released = PromisePrototypeThen(this.#outcome, returnUndefined)
+    }
+    return this.#released
+  }
+}
+
+function returnUndefined () {}
+
 // WebIDL members are enumerable, and interfaces carry their name as a tag;
 // an interface without a constructor has a length of 0 (Web IDL 3.7.1),
 // whatever parameters its internal constructor takes.
-for (const [Class, members] of [[LockManager, ['request', 'query', 'close']], [Lock, ['name', 'mode', 'token']]]) {
+for (const [Class, members] of [[LockManager, ['request', 'acquire', 'query', 'close']], [Lock, ['name', 'mode', 'token']], [ReleasableLock, ['release']]]) {
   Object.defineProperty(Class, 'length', { value: 0 })
   for (const member of members) {
     Object.defineProperty(Class.prototype, member, { enumerable: true })
@@ -665,4 +793,4 @@ function postgresSchema (schema, layout = 0) {
   return schemaSQL(schema, layout)
 }
 
-module.exports = { locks, LockManager, Lock, monitorContention, openLockManager, postgresSchema }
+module.exports = { locks, LockManager, Lock, ReleasableLock, monitorContention, openLockManager, postgresSchema }

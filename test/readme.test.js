@@ -18,7 +18,8 @@
 // (test/fixtures/postgres.js), that string replaced by the server's. A
 // machine-wide scope that a block opened in /dev/shm (a string literal
 // given to openLockManager) is removed afterwards, unless it was there
-// before.
+// before. A block with `await using` (syntax of Node 24+) runs where the
+// running Node has that syntax, and is skipped, saying why, where it has not.
 const assert = require('node:assert/strict');
 const { execFile } = require('node:child_process');
 const fs = require('node:fs');
@@ -50,6 +51,16 @@ function codeBlocks(text) {
   }
   return blocks;
 }
+
+const HAS_AWAIT_USING = (() => {
+  try {
+    // eslint-disable-next-line no-new-func
+    new Function('return async () => { await using x = null; }');
+    return true;
+  } catch {
+    return false;
+  }
+})();
 
 function isModule(code) {
   return /^\s*(import\s*[\w{*'"]|export\s)/m.test(code);
@@ -102,6 +113,10 @@ describe('README.md: every code block runs as written, or is marked <!-- not run
     const title = `line ${block.line} (${block.lang || 'no language'}): ${first.trim().slice(0, 60)}`;
     if (block.skip !== null) {
       it(`${title} [not run: ${block.skip}]`);
+      continue;
+    }
+    if (!HAS_AWAIT_USING && /\bawait using\b/.test(block.code)) {
+      it(`${title} [not run: Node ${process.version} has no \`await using\`]`);
       continue;
     }
     it(title, async function () {

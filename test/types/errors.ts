@@ -1,7 +1,7 @@
 // Must NOT compile. Each line that must fail ends with `// error TSxxxx`
 // (one or more codes); scripts/test-types.js checks that tsc reports exactly
 // these errors, on these lines, and no other.
-import { locks, Lock, LockManager, openLockManager } from 'web-locks'
+import { locks, Lock, LockManager, openLockManager, ReleasableLock } from 'web-locks'
 import type { LockOptions, LockManagerSnapshot } from 'web-locks'
 import { installed } from 'web-locks/polyfill'
 
@@ -54,6 +54,18 @@ export async function misuse (): Promise<void> {
   await openLockManager('app', { size: '1M' }) // error TS2769
   await openLockManager('app', { postgres: 'postgres://db', schema: 1 }) // error TS2769
 
+  // acquire() takes a name and options, no callback; its lock's release()
+  // and [Symbol.asyncDispose]() take nothing and give a Promise<void>.
+  await locks.acquire() // error TS2554
+  await locks.acquire('a', () => {}) // error TS2769
+  await locks.acquire('a', { mode: 'write' }) // error TS2769
+  const acquired = await locks.acquire('a')
+  const released: boolean = await acquired.release() // error TS2322
+  const maybe = await locks.acquire('a', { ifAvailable: true })
+  await maybe.release() // error TS18047
+  const notReleasable: ReleasableLock = await locks.request('a', (lock) => lock!) // error TS2739
+  void released, notReleasable
+
   // The polyfill exports one boolean.
   const flag: string = installed // error TS2322
   void options, n, p, first, flag
@@ -62,6 +74,8 @@ export async function misuse (): Promise<void> {
   // environment: navigator.locks may be the platform's, without a token.
   await navigator.locks.request('a', (lock) => lock?.token) // error TS2339
   await navigator.locks.request('a', { mode: 'write' }, () => {}) // error TS2322
-  const mine: LockManager = navigator.locks // error TS2322
+  const mine: Pick<LockManager, 'request' | 'query'> = navigator.locks // error TS2322
   void mine
+  // Nor has it acquire() (not in the spec).
+  await navigator.locks.acquire('a') // error TS2339
 }

@@ -20,3 +20,13 @@ export async function signals (): Promise<number> {
   const options: workerThreads.LockOptions = { mode: 'shared', signal: AbortSignal.timeout(1000) }
   return locks.request('a', options, () => 2)
 }
+
+// `await using` (lib esnext.disposable, which @types/node 24 brings): an
+// acquired lock is an AsyncDisposable, and so is null.
+export async function using (): Promise<bigint> {
+  await using lock = await locks.acquire('a')
+  await using maybe = await locks.acquire('b', { ifAvailable: true })
+  const disposable: AsyncDisposable = lock
+  void disposable, maybe
+  return lock.token
+}

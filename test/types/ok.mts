@@ -1,7 +1,7 @@
 // Must compile: the same from an ES module, through the "import" condition
 // (index.d.mts, polyfill.d.mts, polyfill/force.d.mts), including default
 // imports.
-import webLocks, { locks, Lock, LockManager } from 'web-locks'
+import webLocks, { locks, Lock, LockManager, ReleasableLock } from 'web-locks'
 import type { LockMode } from 'web-locks'
 import polyfill, { installed } from 'web-locks/polyfill'
 import 'web-locks/polyfill'
@@ -26,6 +26,8 @@ type CjsLock = import('web-locks', { with: { 'resolution-mode': 'require' } }).L
 type CjsLockManager = import('web-locks', { with: { 'resolution-mode': 'require' } }).LockManager
 type _sameLock = Expect<Equal<CjsLock, Lock>>
 type _sameManager = Expect<Equal<CjsLockManager, LockManager>>
+type CjsReleasableLock = import('web-locks', { with: { 'resolution-mode': 'require' } }).ReleasableLock
+type _sameReleasable = Expect<Equal<CjsReleasableLock, ReleasableLock>>
 
 export { mode, flag, forcedFlag }
 

@@ -2,7 +2,7 @@
 // of the package from a CommonJS module, through the "require" condition.
 // No global of lib.dom or @types/node is used (tsconfig.bare.json has none):
 // the ok-<env>.ts files pass real AbortSignals.
-import { locks, Lock, LockManager } from 'web-locks'
+import { locks, Lock, LockManager, ReleasableLock } from 'web-locks'
 import type { AbortSignalLike, LockGrantedCallback, LockInfo, LockManagerSnapshot, LockMode, LockOptions } from 'web-locks'
 import { installed } from 'web-locks/polyfill'
 import { installed as forced } from 'web-locks/polyfill/force'
@@ -47,6 +47,35 @@ export async function requests (signal: AbortSignalLike): Promise<void> {
   const callback: LockGrantedCallback<Promise<number>> = async (lock) => (lock ? 1 : 0)
   const viaCallback = locks.request('a', options, callback)
   type _viaCallback = Expect<Equal<typeof viaCallback, Promise<number>>>
+}
+
+export async function acquires (signal: AbortSignalLike, flag: boolean, options: LockOptions): Promise<void> {
+  // acquire(name): a ReleasableLock, which is a Lock, released by release()
+  // or [Symbol.asyncDispose]().
+  const lock = await locks.acquire('a')
+  type _lock = Expect<Equal<typeof lock, ReleasableLock>>
+  const asLock: Lock = lock
+  const token: bigint = lock.token
+  const released: Promise<void> = lock.release()
+  const disposed: Promise<void> = lock[Symbol.asyncDispose]()
+  await Promise.all([released, disposed])
+
+  // null only where ifAvailable may be set.
+  const shared = await locks.acquire('a', { mode: 'shared', signal, ifAvailable: false })
+  type _shared = Expect<Equal<typeof shared, ReleasableLock>>
+  const maybe = await locks.acquire('a', { ifAvailable: true })
+  type _maybe = Expect<Equal<typeof maybe, ReleasableLock | null>>
+  const unknown = await locks.acquire('a', { ifAvailable: flag })
+  type _unknown = Expect<Equal<typeof unknown, ReleasableLock | null>>
+  const viaOptions = await locks.acquire('a', options)
+  type _viaOptions = Expect<Equal<typeof viaOptions, ReleasableLock | null>>
+  await maybe?.release()
+
+  // On a manager that openLockManager() opened too.
+  const scope = await webLocks.openLockManager('app')
+  const stolen = await scope.acquire('a', { steal: true })
+  type _stolen = Expect<Equal<typeof stolen, ReleasableLock>>
+  void asLock, token
 }
 
 export async function query (): Promise<string[]> {
