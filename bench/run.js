@@ -11,6 +11,7 @@
 //   npm run bench -- --filter handoff   only the cases whose name matches
 //   npm run bench -- --node /path/node  use this Node >= 24
 //   npm run bench -- --json out.json    also write every outcome as JSON
+//   npm run bench -- --windows          the scope cases under node.exe and wine too
 //
 // The PostgreSQL cases (postgres in their names) run against one server for
 // the whole run: started here (lib/postgres.js), or that of
@@ -21,17 +22,20 @@ const path = require('path')
 const fs = require('fs')
 const { findNode } = require('./lib/node-binary')
 const { runChild } = require('./lib/spawn')
+const wineBench = require('./lib/wine')
 const format = require('./lib/format')
 const { evaluate } = require('./lib/targets')
-const { IMPLS, FLOORS } = require('./lib/references')
+const { IMPLS, FLOORS, baseImpl } = require('./lib/references')
 const { median } = require('./lib/stats')
 const pgBench = require('./lib/postgres')
 
 const CASES = ['uncontended', 'burst', 'held', 'handoff', 'contention', 'readers', 'options', 'memory',
   'scope-uncontended', 'scope-handoff', 'scope-contention', 'scope-kill',
   'postgres-uncontended', 'postgres-handoff', 'postgres-contention', 'postgres-queue']
+// The cases that --windows runs, each on both sides (lib/wine.js).
+const WINDOWS_CASES = ['scope-uncontended', 'scope-handoff', 'scope-kill']
 
-const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <node >= 24>] [--no-current] [--json <file>]
+const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <node >= 24>] [--no-current] [--json <file>] [--windows]
   --quick        CI-sized run (about a minute): fewer sizes, rounds and threads (--full: the default)
   --filter RE    only the measurement points whose name matches RE (e.g. 'uncontended|handoff')
   --node PATH    the Node >= 24 to measure under (default: the running Node if >= 24,
@@ -39,11 +43,14 @@ const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <
   --no-current   do not also measure web-locks under the running Node (the default with --quick;
                  --current to force it)
   --json FILE    write every outcome as JSON
+  --windows      only the scope cases (uncontended, handoff, SIGKILL), each under Windows's node.exe run
+                 by wine and under Linux's node of the same major (--node: another), with the floors of each,
+                 both loading the package as it ships (packed first); wine's figures are not Windows's
 The PostgreSQL cases (--filter postgres) start a server for the run (test/fixtures/postgres.js),
 or use WEB_LOCKS_BENCH_POSTGRES=<connection string>.`
 
 function parseArgs (argv) {
-  const opts = { quick: false, filter: null, node: null, current: undefined, json: null }
+  const opts = { quick: false, filter: null, node: null, current: undefined, json: null, windows: false }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     const next = () => {
@@ -58,11 +65,14 @@ function parseArgs (argv) {
     else if (a === '--no-current') opts.current = false
     else if (a === '--current') opts.current = true
     else if (a === '--json') opts.json = path.resolve(next())
+    else if (a === '--windows') opts.windows = true
     else if (a === '--help' || a === '-h') opts.help = true
     else throw new Error(`unknown option ${a}\n${USAGE}`)
   }
-  // web-locks under the running Node too: in full runs, unless told.
-  if (opts.current === undefined) opts.current = !opts.quick
+  // web-locks under the running Node too: in full runs, unless told
+  // (--windows has its own second column: wine).
+  if (opts.windows) opts.current = false
+  else if (opts.current === undefined) opts.current = !opts.quick
   return opts
 }
 
@@ -83,11 +93,12 @@ function scratchDir () {
   throw new Error('no writable directory for the cross-process cases')
 }
 
-// The addon every child loads: which build, so that a rebuild during the
-// run (which would mix two builds in one table) is caught.
-function addonBuild () {
+// The addon every child loads (from the repository, or the package
+// --windows packed): which build, so that a rebuild during the run (which
+// would mix two builds in one table) is caught.
+function addonBuild (pkg = path.join(__dirname, '..')) {
   try {
-    const file = require('node-gyp-build').path(path.join(__dirname, '..'))
+    const file = require('node-gyp-build').path(pkg)
     const hash = require('crypto').createHash('sha256').update(fs.readFileSync(file)).digest('hex').slice(0, 12)
     return { file: path.relative(path.join(__dirname, '..'), file), hash, mtime: fs.statSync(file).mtime.toISOString().slice(0, 19) }
   } catch (error) {
@@ -170,12 +181,23 @@ async function main (argv) {
     console.log(USAGE)
     return
   }
+  const wine = opts.windows ? await wineBench.start(log) : null
+  try {
+    await measureAll(opts, wine)
+  } finally {
+    if (wine) wine.stop()
+  }
+}
+
+async function measureAll (opts, wine) {
   const started = Date.now()
   const settings = opts.quick
     ? { rounds: 3, budgetMs: 900, timeoutMs: 20000, idleMs: 3000 }
     : { rounds: 5, budgetMs: 12000, timeoutMs: 90000, idleMs: 5000 }
 
-  const node = findNode({ explicit: opts.node, log })
+  // --windows: Linux's children load the packed package too.
+  if (wine) process.env.WEB_LOCKS_BENCH_PKG = wine.pkg
+  const node = wine && !opts.node ? wine.linux : findNode({ explicit: opts.node, log })
   let benchNode = node.bin
   if (!benchNode) {
     log(`no Node >= 24 (${node.why}): measuring under ${process.version} without the built-in`)
@@ -186,6 +208,7 @@ async function main (argv) {
 
   const plan = []
   for (const id of CASES) {
+    if (opts.windows && !WINDOWS_CASES.includes(id)) continue
     const mod = require(`./cases/${id}`)
     for (const point of mod.points(opts)) {
       if (opts.filter && !opts.filter.test(`${point.key} ${point.label}`)) continue
@@ -206,14 +229,14 @@ async function main (argv) {
     }
   }
   try {
-    await runPlan({ opts, settings, node, benchNode, benchVersion, plan, started, postgres })
+    await runPlan({ opts, settings, node, benchNode, benchVersion, plan, started, postgres, wine })
   } finally {
     if (postgres && postgres.stop) await postgres.stop().catch((error) => log(`stopping PostgreSQL: ${error.message}`))
   }
 }
 
-async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, started, postgres }) {
-  const addonBefore = addonBuild()
+async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, started, postgres, wine }) {
+  const addonBefore = addonBuild(wine ? wine.pkg : undefined)
   const outcomes = new Map() // `${key}\0${impl}` -> outcome
   const loads = [] // the 1-minute load average before each point
   const seriesDone = new Map() // `${series}\0${impl}` -> [{ size, outcome }]
@@ -243,7 +266,7 @@ async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, s
           const script = path.join(__dirname, point.script || 'child.js')
           const spec = {
             case: id,
-            impl,
+            impl: wineBench.onWine(impl) ? baseImpl(impl) : impl,
             params: point.params,
             rounds: point.rounds || settings.rounds,
             budgetMs: point.budgetMs || settings.budgetMs,
@@ -254,8 +277,9 @@ async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, s
           if (point.postgres) spec.postgres = pgBench.pointPlace(postgres.url)
           loads.push(os.loadavg()[0])
           try {
-            outcome = await runChild(bin, [...(point.nodeArgs || []), script, JSON.stringify(spec)],
-              { timeoutMs, idleMs: settings.idleMs })
+            outcome = wineBench.onWine(impl)
+              ? await wine.run(script, spec, timeoutMs)
+              : await runChild(bin, [...(point.nodeArgs || []), script, JSON.stringify(spec)], { timeoutMs, idleMs: settings.idleMs })
           } finally {
             if (spec.dir) fs.rmSync(spec.dir, { recursive: true, force: true })
             if (spec.postgres) await pgBench.cleanPoint(spec.postgres).catch((error) => log(`  cleaning ${spec.postgres.schema}: ${error.message}`))
@@ -282,13 +306,14 @@ async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, s
   const get = (key, impl) => outcomes.get(`${key}\0${impl}`)
   const sections = []
   for (const id of CASES) {
+    if (opts.windows && !WINDOWS_CASES.includes(id)) continue
     const mod = require(`./cases/${id}`)
     const rows = mod.rows(get, opts).filter((r) => Object.keys(r.cells).length > 0)
-    if (rows.length) sections.push({ title: mod.section, rows, table: mod.table })
+    if (rows.length) sections.push({ title: opts.windows ? mod.windowsSection : mod.section, rows, table: mod.table })
   }
   const allRows = sections.flatMap((s) => s.rows)
-  const addon = { before: addonBefore, after: addonBuild() }
-  print({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon, postgres })
+  const addon = { before: addonBefore, after: addonBuild(wine ? wine.pkg : undefined) }
+  print({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon, postgres, wine })
   if (opts.json) {
     fs.writeFileSync(opts.json, JSON.stringify({ opts: { ...opts, filter: String(opts.filter) }, node: benchVersion, rows: allRows, outcomes: [...outcomes] }, null, 1))
   }
@@ -303,7 +328,39 @@ function passesNote (plan) {
     'in alternating order, median of their figures (processes differ more than rounds do).'
 }
 
-function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon, postgres }) {
+// --windows: the scope cases' table has a side each (lib/wine.js), each
+// side's web-locks against that side's floors.
+function wineTable (wine, col) {
+  const figure = (r, column) => r.cells[column] && r.cells[column].value
+  // A time over another (ours over the floor, wine's over Linux's): how
+  // many times as long (a lock under wine is thousands of floors: ×floor's
+  // inverse would read 0.00x).
+  const over = (title, column, base) => ({
+    title,
+    get: (r) => (r.better === 'lower' && figure(r, column) > 0 && figure(r, base) > 0 ? format.ratioText(figure(r, column) / figure(r, base)) : '')
+  })
+  return {
+    intro: `Linux and wine side by side: web-locks through openLockManager(scope) (its file in /dev/shm; Z:\\dev\\shm under wine), ` +
+      `each process its own agent, under Linux's node and under node.exe ${wine.version} (${wine.wine}), each loading the packed ` +
+      'package (its linux-x64 and win32-x64 prebuilds); the floors measured by the same node in the same run: await ' +
+      'Promise.resolve() for uncontended, a one-way ping-pong between 2 processes for handoff (Unix socket on Linux, a named ' +
+      'pipe under wine; or TCP on 127.0.0.1). Under wine, SIGKILL is TerminateProcess. ÷floor: our time over the floor\'s; ' +
+      'wine÷Linux: wine\'s figure over Linux\'s. Wine is not Windows: its wineserver carries the file locks, events, pipes ' +
+      'and process handles; these are wine\'s figures, not Windows\'s.',
+    columns: [
+      { title: 'case', left: true, get: (r) => r.label },
+      col('Linux web-locks', 'web-locks'),
+      col('Linux floor', 'floor'),
+      over('÷floor', 'web-locks', 'floor'),
+      col('wine web-locks', 'web-locks@wine'),
+      col('wine floor', 'floor@wine'),
+      over('÷floor', 'web-locks@wine', 'floor@wine'),
+      over('wine÷Linux', 'web-locks@wine', 'web-locks')
+    ]
+  }
+}
+
+function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon, postgres, wine }) {
   const ours = (r) => r.cells['web-locks']
   const col = (title, column) => ({ title, get: (r) => format.cell(r.unit, r.cells[column]) })
   const vs = (title, column) => ({ title, get: (r) => format.ratioText(format.advantage(r, ours(r), r.cells[column])) })
@@ -352,17 +409,25 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
       ]
     }
   }
+  if (wine) tables.scope = wineTable(wine, col)
 
   const cpus = os.cpus()
   console.log(`web-locks benchmark, ${opts.quick ? 'quick' : 'full'} run, ${new Date().toISOString().slice(0, 16)}Z`)
   console.log(`Machine: ${cpus.length} x ${cpus[0] ? cpus[0].model.trim() : '?'}, ${os.platform()} ${os.release()}, ${Math.round(os.totalmem() / 2 ** 30)} GB`)
-  console.log(`Every figure, ours and the references', is measured under Node ${benchVersion} (${node.bin ? node.how : 'no Node >= 24 found'}),` +
-    ' each implementation in its own fresh process per point;')
+  if (wine) {
+    console.log(`Linux's figures are measured under Node ${benchVersion} (${node.how}), wine's under node.exe ${wine.version} (${wine.wine}),` +
+      ' each implementation in its own fresh process per point;')
+  } else {
+    console.log(`Every figure, ours and the references', is measured under Node ${benchVersion} (${node.bin ? node.how : 'no Node >= 24 found'}),` +
+      ' each implementation in its own fresh process per point;')
+  }
   console.log(`figures are medians over up to ${opts.quick ? 3 : 5} rounds per process (fewer when rounds are slow)` +
     (passesNote(plan) ? `; ${passesNote(plan)}` : '.') +
     (opts.current ? ` The last column is web-locks under the running Node ${process.version}.` : ''))
-  console.log(`web-locks addon: ${addon.before.file}, sha256 ${addon.before.hash}, built ${addon.before.mtime}Z` +
+  // A packed file's mtime is npm's fixed date, not its build's.
+  console.log(`web-locks addon: ${addon.before.file}, sha256 ${addon.before.hash}${wine ? '' : `, built ${addon.before.mtime}Z`}` +
     (addon.after.hash !== addon.before.hash ? ` -- WARNING: rebuilt during the run (now ${addon.after.hash}, ${addon.after.mtime}Z): the figures mix two builds.` : '.'))
+  if (wine) console.log(`Under wine: ${path.relative(path.join(__dirname, '..'), wine.addon.file)}, sha256 ${wine.addon.hash} (both from the package packed for this run).`)
   if (loads.length) {
     const sorted = [...loads].sort((a, b) => a - b)
     const med = sorted[sorted.length >> 1]
@@ -388,7 +453,8 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
     console.log('')
   }
 
-  const verdicts = evaluate(allRows, get, opts)
+  // --windows leaves out the targets its cases do not measure.
+  const verdicts = evaluate(allRows, get, opts).filter((v) => !wine || v.status !== 'not run')
   console.log('Targets (ratios from this run; PASS/MISS):')
   for (const v of verdicts) {
     console.log(`  ${v.status.padEnd(7)} ${v.title}: ${v.summary}`)

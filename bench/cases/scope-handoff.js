@@ -20,7 +20,8 @@
 //
 // proper-lockfile does the same; its waiter counts as queued once an
 // attempt found the lock taken (it then retries on a timer). The floor is
-// the same one-way trip as an 8-byte message through a Unix socket.
+// the same one-way trip as an 8-byte message through a Unix socket (a
+// named pipe on Windows); --windows adds one through TCP on 127.0.0.1.
 
 const fs = require('fs')
 const path = require('path')
@@ -28,12 +29,14 @@ const { open } = require('../lib/references')
 const { measure } = require('../lib/measure')
 const { percentile } = require('../lib/stats')
 const { hostNs, startProcesses, stopProcesses } = require('../lib/processes')
-const { scopeRow } = require('../lib/scope')
+const { COLUMNS, scopeRow } = require('../lib/scope')
+const { withWine } = require('../lib/wine')
 
 const QUEUED = 0
 const DONE = 1
 const HOLD_MS = 100 // a holder waits this long at most for the other
 const SPIN_READS = 50 // then it naps between reads
+const FLOORS = ['socket', 'tcp']
 
 function points (opts) {
   return [{
@@ -43,7 +46,7 @@ function points (opts) {
     passes: opts.quick ? 1 : 3,
     rounds: opts.quick ? 3 : 4,
     scratch: true,
-    impls: ['web-locks-scope', 'proper-lockfile', 'socket']
+    impls: opts.windows ? withWine(['web-locks-scope', ...FLOORS]) : ['web-locks-scope', 'proper-lockfile', 'socket']
   }]
 }
 
@@ -82,7 +85,7 @@ async function run ({ n, lockfileN }, implId, ctx) {
     // A handoff takes well under 100 ms, even on a busy machine.
     const limit = 10000 + n * HOLD_MS / 4
     const results = await Promise.all(procs.map((p, i) => p.next(limit, `round ${r}, process ${i}`)))
-    if (implId === 'socket') {
+    if (FLOORS.includes(implId)) {
       const samples = results.flatMap((x) => Array.from(x.latencies))
       m.p50 = percentile(samples, 50)
       m.p99 = percentile(samples, 99)
@@ -165,7 +168,7 @@ function handoffRounds (me, queue) {
 
 // In each process.
 async function proc ({ me, impl, dir, scope }) {
-  if (impl === 'socket') return socketProc({ me, dir })
+  if (FLOORS.includes(impl)) return socketProc({ me, dir, tcp: impl === 'tcp' })
   // proper-lockfile: queued once an attempt found the lock taken.
   let onBusy = null
   const locks = await open(impl, { dir, scope, onBusy: () => onBusy() })
@@ -176,22 +179,34 @@ async function proc ({ me, impl, dir, scope }) {
   })
 }
 
-// The floor: process 0 listens on a Unix socket, 1 connects; each 8-byte
-// message carries its send time, and is answered at once.
-async function socketProc ({ me, dir }) {
+// The floor: process 0 listens, 1 connects; each 8-byte message carries its
+// send time, and is answered at once. On a Unix socket, or a named pipe on
+// Windows (where a path to listen on is a pipe's name); or on TCP, its
+// port told in a file of the point's directory.
+async function socketProc ({ me, dir, tcp }) {
   const net = require('net')
-  const file = path.join(dir, 'floor.sock')
+  const portFile = path.join(dir, 'floor.port')
+  const address = tcp
+    ? () => ({ host: '127.0.0.1', port: me === 0 ? 0 : Number(fs.readFileSync(portFile, 'utf8')) })
+    : () => ({ path: process.platform === 'win32' ? `\\\\.\\pipe\\${path.basename(dir)}` : path.join(dir, 'floor.sock') })
   let socket
   if (me === 0) {
-    const connected = new Promise((resolve) => net.createServer(resolve).listen(file, () => process.send('ready')))
+    const connected = new Promise((resolve) => {
+      const server = net.createServer(resolve).listen(address(), () => {
+        if (tcp) fs.writeFileSync(portFile, String(server.address().port))
+        process.send('ready')
+      })
+    })
     socket = await connected
   } else {
     socket = await new Promise((resolve, reject) => {
-      const s = net.connect(file, () => resolve(s))
+      const s = net.connect(address(), () => resolve(s))
       s.once('error', reject)
     })
     process.send('ready')
   }
+  // Each message at once, not held back while the last is unacknowledged.
+  if (tcp) socket.setNoDelay(true)
   socket.pause()
   process.on('message', ({ round, n }) => {
     const latencies = new Float64Array(n)
@@ -225,22 +240,31 @@ async function socketProc ({ me, dir }) {
   })
 }
 
-function rows (get) {
+function rows (get, opts) {
   const key = 'scope/handoff'
   const threads = (metric) => ({ 'process-wide': { key: 'handoff', metric } })
   const out = []
+  const local = opts.windows ? 'floor: Unix socket; wine: named pipe' : 'process-wide: between 2 threads'
   for (const [metric, what] of [['p50', 'latency p50'], ['p99', 'latency p99']]) {
-    out.push(scopeRow(get, { id: `scope.handoff.${metric}`, label: `handoff, ${what} (process-wide: between 2 threads)`, unit: 'ns', key, metric, from: threads(metric) }))
+    out.push(scopeRow(get, { id: `scope.handoff.${metric}`, label: `handoff, ${what} (${local})`, unit: 'ns', key, metric, from: threads(metric) }))
+  }
+  // --windows: the same figures against the TCP floor.
+  if (opts.windows) {
+    for (const [metric, what] of [['p50', 'latency p50'], ['p99', 'latency p99']]) {
+      const columns = { ...COLUMNS, floor: 'tcp', 'floor@wine': 'tcp@wine' }
+      out.push(scopeRow(get, { id: `scope.handoff.tcp.${metric}`, label: `handoff, ${what} (floor: TCP on 127.0.0.1)`, unit: 'ns', key, metric, columns }))
+    }
   }
   // No rate row: between processes, how fast the holder sees the other's
   // request queued (its naps) sets the pace, not the handoff. It is in --json.
-  out.push(scopeRow(get, { id: 'scope.handoff.violations', label: 'handoff: mutual-exclusion violations', unit: 'count', better: null, key, metric: 'violations', columns: { 'web-locks': 'web-locks-scope', 'proper-lockfile': 'proper-lockfile' }, from: threads('violations') }))
+  out.push(scopeRow(get, { id: 'scope.handoff.violations', label: 'handoff: mutual-exclusion violations', unit: 'count', better: null, key, metric: 'violations', columns: { 'web-locks': 'web-locks-scope', 'proper-lockfile': 'proper-lockfile', 'web-locks@wine': 'web-locks-scope@wine' }, from: threads('violations') }))
   return out
 }
 
 module.exports = {
   handoffRounds,
   section: 'handoff of one exclusive lock between 2 processes (one way: holder returns -> waiter called; floor: Unix socket)',
+  windowsSection: 'handoff of one exclusive lock between 2 processes (one way: holder returns -> waiter called; floor: an 8-byte message between 2 processes, one way)',
   table: 'scope',
   points,
   run,

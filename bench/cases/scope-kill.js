@@ -19,6 +19,7 @@ const { measure } = require('../lib/measure')
 const { percentile, median } = require('../lib/stats')
 const { HangError, hostNs, startProcesses, stopProcesses } = require('../lib/processes')
 const { COLUMNS } = require('../lib/scope')
+const { withWine } = require('../lib/wine')
 
 const BOUND_MS = 2000 // a kill not released by then is not prompt
 const LATE_STOP = 2 // such kills before the case stops
@@ -33,7 +34,8 @@ function points (opts) {
     rounds: 1,
     scratch: true,
     timeoutMs: opts.quick ? 45000 : 90000,
-    impls: opts.quick ? ['web-locks-scope'] : ['web-locks-scope', 'proper-lockfile']
+    // --windows: under wine too, where SIGKILL is TerminateProcess.
+    impls: opts.windows ? withWine(['web-locks-scope']) : opts.quick ? ['web-locks-scope'] : ['web-locks-scope', 'proper-lockfile']
   }]
 }
 
@@ -152,25 +154,31 @@ function killCell (outcome, metric) {
   return typeof r[metric] === 'number' ? { value: r[metric] } : undefined
 }
 
-function rows (get) {
+function rows (get, opts) {
   const out = []
+  const kill = opts.windows ? 'kill' : 'SIGKILL'
   for (const [metric, what] of [['p50', 'p50'], ['p99', 'p99']]) {
     const cells = {}
-    for (const column of ['web-locks', 'proper-lockfile']) {
+    for (const column of ['web-locks', 'proper-lockfile', 'web-locks@wine']) {
       const cell = killCell(get('scope/kill', COLUMNS[column]), metric)
       if (cell) cells[column] = cell
     }
-    out.push({ id: `scope.kill.${metric}`, label: `SIGKILL of the holder -> next grant in another process, ${what}`, unit: 'ns', better: 'lower', cells })
+    out.push({ id: `scope.kill.${metric}`, label: `${kill} of the holder -> next grant in another process, ${what}`, unit: 'ns', better: 'lower', cells })
   }
-  const o = get('scope/kill', 'web-locks-scope')
-  if (o && o.result && o.result.sweep) {
-    out.push({ id: 'scope.kill.sweep', label: 'not released: another process opens the scope -> next grant', unit: 'ns', better: 'lower', cells: { 'web-locks': { value: o.result.sweep } } })
+  const cells = {}
+  for (const column of ['web-locks', 'web-locks@wine']) {
+    const o = get('scope/kill', COLUMNS[column])
+    if (o && o.result && o.result.sweep) cells[column] = { value: o.result.sweep }
+  }
+  if (Object.keys(cells).length) {
+    out.push({ id: 'scope.kill.sweep', label: 'not released: another process opens the scope -> next grant', unit: 'ns', better: 'lower', cells })
   }
   return out
 }
 
 module.exports = {
   section: `release after SIGKILL of the holder (kill -> the waiting process's callback; proper-lockfile: stale ${LOCKFILE_STALE / 1000} s, full runs)`,
+  windowsSection: 'release after the kill of the holder (SIGKILL on Linux, TerminateProcess under wine; kill -> the waiting process\'s callback)',
   table: 'scope',
   points,
   run,

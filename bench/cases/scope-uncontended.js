@@ -10,6 +10,8 @@ const { open } = require('../lib/references')
 const { measure, nowNs, warmup } = require('../lib/measure')
 const { metricRow } = require('../lib/rows')
 const { COLUMNS } = require('../lib/scope')
+const { withWine } = require('../lib/wine')
+const uncontended = require('./uncontended')
 
 const VARIANTS = ['sync', 'async']
 
@@ -23,11 +25,13 @@ function points (opts) {
     passes: opts.quick ? 1 : 3,
     rounds: opts.quick ? 3 : 4,
     scratch: true,
-    impls: ['web-locks-scope', 'web-locks', 'proper-lockfile']
+    // --windows: on Linux and under wine, with the 1-thread case's floor.
+    impls: opts.windows ? withWine(['web-locks-scope', 'promise']) : ['web-locks-scope', 'web-locks', 'proper-lockfile']
   }))
 }
 
 async function run (params, implId, ctx) {
+  if (implId === 'promise') return uncontended.run(params, implId, ctx)
   const locks = await open(implId, { dir: ctx.dir, scope: `uncontended-${process.pid}` })
   const ops = implId === 'proper-lockfile' ? params.lockfileOps : params.ops
   const callback = params.cb === 'sync' ? () => {} : async () => {}
@@ -47,12 +51,13 @@ function rows (get) {
     unit: 'ns',
     key: `scope/uncontended/${cb}`,
     metric: 'op',
-    columns: COLUMNS
+    columns: { ...COLUMNS, floor: 'promise', 'floor@wine': 'promise@wine' }
   }))
 }
 
 module.exports = {
   section: '1 process: uncontended request/release through a scope (time per request, awaited one at a time; process-wide: the same with require(\'web-locks\').locks)',
+  windowsSection: '1 process: uncontended request/release through a scope (time per request, awaited one at a time; floor: await Promise.resolve())',
   table: 'scope',
   points,
   run,

@@ -16,10 +16,14 @@ const path = require('path')
 // is 2 s), which is how long a dead holder's lock stays taken.
 const LOCKFILE_RETRIES = { forever: true, minTimeout: 1, maxTimeout: 16, factor: 2, randomize: true }
 
+// The package measured: this repository, or the packed package that
+// --windows measures on both sides (lib/wine.js).
+const PKG = process.env.WEB_LOCKS_BENCH_PKG || path.join(__dirname, '..', '..')
+
 const IMPLS = {
   'web-locks': {
     label: 'web-locks',
-    load: () => require(path.join(__dirname, '..', '..')).locks
+    load: () => require(PKG).locks
   },
   'built-in': {
     label: "Node's built-in navigator.locks",
@@ -58,7 +62,7 @@ const IMPLS = {
   },
   'web-locks-scope': {
     label: 'web-locks openLockManager(scope) (machine-wide; a fresh scope per point, its file in /dev/shm)',
-    open: ({ dir, scope }) => require(path.join(__dirname, '..', '..')).openLockManager(scope, { dir })
+    open: ({ dir, scope }) => require(PKG).openLockManager(scope, { dir })
   },
   'proper-lockfile': {
     label: 'proper-lockfile lock()/release() on a file per name in /dev/shm (mkdir lock; retries 1-16 ms, forever; stale 10 s)',
@@ -127,10 +131,12 @@ const FLOORS = {
   messageport: 'MessagePort ping-pong (2 threads, one way)',
   waitasync: 'Atomics.waitAsync ping-pong (2 threads, one way)',
   'atomics-wait': 'Atomics.wait/notify ping-pong (2 threads, one way)',
-  socket: 'Unix socket ping-pong (2 processes, one way)'
+  socket: 'Unix socket ping-pong (a named pipe on Windows; 2 processes, one way)',
+  tcp: 'TCP ping-pong on 127.0.0.1 (2 processes, one way; --windows)'
 }
 
-// 'web-locks@current' is web-locks run by the Node that runs the benchmark.
+// 'web-locks@current' is web-locks run by the Node that runs the benchmark;
+// 'x@wine' is x under Windows's node.exe, run by wine (--windows).
 function baseImpl (id) {
   return id.replace(/@.*$/, '')
 }

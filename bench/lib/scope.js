@@ -7,8 +7,16 @@ const { cellOf } = require('./rows')
 
 // Column -> implementation. 'web-locks' is web-locks through a scope (so
 // that the targets and the ×X ratios read it as ours); 'process-wide' is
-// require('web-locks').locks, measured in the same run.
-const COLUMNS = { 'web-locks': 'web-locks-scope', 'process-wide': 'web-locks', 'proper-lockfile': 'proper-lockfile', floor: 'socket' }
+// require('web-locks').locks, measured in the same run; 'x@wine' is x's
+// column under wine (--windows).
+const COLUMNS = {
+  'web-locks': 'web-locks-scope',
+  'process-wide': 'web-locks',
+  'proper-lockfile': 'proper-lockfile',
+  floor: 'socket',
+  'web-locks@wine': 'web-locks-scope@wine',
+  'floor@wine': 'socket@wine'
+}
 
 // A row whose cells come from `key`, except those in `from`: { column:
 // { key, impl, metric } } (the process-wide figure of a thread case).

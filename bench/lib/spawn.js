@@ -85,26 +85,32 @@ function runChild (bin, args, { timeoutMs, idleMs = 5000 }) {
 
     child.on('error', (error) => finish({ fail: 'fails: spawn', detail: error.message }))
     child.on('close', (code, signal) => {
-      const { result, partial, error } = parse(stdout)
+      const { partial } = parse(stdout)
       if (killedFor === 'hangs') {
         return finish({ fail: 'hangs', detail: `no CPU used for ${idleMs / 1000} s, killed`, partial })
       }
       if (killedFor === 'too slow') {
         return finish({ fail: 'too slow', detail: `still busy after ${Math.round(timeoutMs / 1000)} s, killed`, partial })
       }
-      if (result && code === 0) return finish({ result })
-      if (error && error.name === 'HangError') return finish({ fail: 'hangs', detail: error.message, partial })
-      if (error) {
-        return finish({ fail: `fails: ${error.name}`, detail: `${error.name}: ${error.message}${error.where ? ` (${error.where})` : ''}`, partial })
-      }
-      const fatal = /(FATAL ERROR[^\n]*|Assertion failed[^\n]*|Check failed[^\n]*|Segmentation fault[^\n]*|[^\n]*Assertion `[^\n]*)/.exec(stderr)
-      const lastLine = stderr.trim().split('\n').filter(Boolean).slice(-1)[0] || ''
-      const detail = (fatal ? fatal[1] : lastLine).trim().slice(0, 200)
-      const crashSignal = signal || SIGNALS[code - 128]
-      if (crashSignal) return finish({ fail: `crashes: ${crashSignal}`, detail, partial })
-      return finish({ fail: `fails: exit ${code}`, detail, partial })
+      finish(outcomeOf(stdout, stderr, code, signal))
     })
   })
 }
 
-module.exports = { runChild }
+// The outcome of a child that ended by itself: its result, or how it failed.
+function outcomeOf (stdout, stderr, code, signal) {
+  const { result, partial, error } = parse(stdout)
+  if (result && code === 0) return { result }
+  if (error && error.name === 'HangError') return { fail: 'hangs', detail: error.message, partial }
+  if (error) {
+    return { fail: `fails: ${error.name}`, detail: `${error.name}: ${error.message}${error.where ? ` (${error.where})` : ''}`, partial }
+  }
+  const fatal = /(FATAL ERROR[^\n]*|Assertion failed[^\n]*|Check failed[^\n]*|Segmentation fault[^\n]*|[^\n]*Assertion `[^\n]*)/.exec(stderr)
+  const lastLine = stderr.trim().split('\n').filter(Boolean).slice(-1)[0] || ''
+  const detail = (fatal ? fatal[1] : lastLine).trim().slice(0, 200)
+  const crashSignal = signal || SIGNALS[code - 128]
+  if (crashSignal) return { fail: `crashes: ${crashSignal}`, detail, partial }
+  return { fail: `fails: exit ${code}`, detail, partial }
+}
+
+module.exports = { runChild, parse, outcomeOf }

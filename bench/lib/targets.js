@@ -5,6 +5,7 @@
 // by how much, and why as far as this run's own figures tell.
 
 const format = require('./format')
+const { COLUMNS } = require('./scope')
 
 function byId (rows) {
   const map = new Map()
@@ -272,15 +273,19 @@ function evaluate (rowList, get, opts) {
       const found = violationIds.map((id) => rows.get(id)).filter((row) => value(row, 'web-locks') !== undefined)
       if (!found.length) return { status: 'not run', summary: 'no figures in this run' }
       const total = (column) => found.reduce((a, row) => a + (value(row, column) || 0), 0)
-      const bad = found.filter((row) => value(row, 'web-locks') !== 0)
+      // --windows: web-locks under wine too.
+      const wine = found.filter((row) => value(row, 'web-locks@wine') !== undefined)
+      const bad = found.filter((row) => value(row, 'web-locks') !== 0 || (value(row, 'web-locks@wine') || 0) !== 0)
       return {
         status: bad.length ? 'MISS' : 'PASS',
-        summary: `web-locks ${total('web-locks')} in ${found.length} cases; built-in ${total('built-in')}` +
-          ` (${found.filter((row) => value(row, 'built-in') > 0).length} of its cases with some)`,
+        summary: `web-locks ${total('web-locks')} in ${found.length} cases; ` +
+          (wine.length
+            ? `under wine ${total('web-locks@wine')} in ${wine.length}`
+            : `built-in ${total('built-in')} (${found.filter((row) => value(row, 'built-in') > 0).length} of its cases with some)`),
         bad
       }
     })(),
-    (v) => `violations in ${v.bad.map((row) => `${row.label} (${value(row, 'web-locks')})`).join(', ')}: a bug.`)
+    (v) => `violations in ${v.bad.map((row) => `${row.label} (${value(row, 'web-locks')}${value(row, 'web-locks@wine') ? `; under wine ${value(row, 'web-locks@wine')}` : ''})`).join(', ')}: a bug.`)
 
   return verdicts
 }
@@ -335,20 +340,31 @@ function scopeTargets (rows, add, result) {
     (v) => `${format.rate(value(v.worst.row, 'web-locks'))} against ${format.rate(value(v.worst.row, 'proper-lockfile'))} on ` +
       `${v.worst.row.label.replace(/: locks per second.*$/, '')}.`)
 
+  killTarget(rows, add, result, 'web-locks', 'Across processes, SIGKILL of the holder')
+  // --windows: the same under wine (lib/wine.js), where the kill is TerminateProcess.
+  if (rows.get('scope.kill.p50') && rows.get('scope.kill.p50').cells['web-locks@wine']) {
+    killTarget(rows, add, result, 'web-locks@wine', 'Under wine (node.exe), TerminateProcess of the holder')
+  }
+}
+
+// The next waiter granted within 2 s of every kill of the holder, in
+// `column` ('web-locks' or 'web-locks@wine').
+function killTarget (rows, add, result, column, what) {
   const kill = rows.get('scope.kill.p50')
-  const killOutcome = result('scope/kill', 'web-locks-scope')
-  add(`Across processes, SIGKILL of the holder: the next waiter (another process) is granted within 2 s of every kill (p50, p99)`,
-    !kill || !kill.cells['web-locks']
+  const killOutcome = result('scope/kill', COLUMNS[column])
+  const cell = kill && kill.cells[column]
+  add(`${what}: the next waiter (another process) is granted within 2 s of every kill (p50, p99)`,
+    !cell
       ? { status: 'not run', summary: 'no figures in this run' }
-      : kill.cells['web-locks'].fail
-        ? { status: 'MISS', summary: `${kill.cells['web-locks'].fail}: ${kill.cells['web-locks'].detail || ''}`, cell: kill.cells['web-locks'] }
+      : cell.fail
+        ? { status: 'MISS', summary: `${cell.fail}: ${cell.detail || ''}`, cell }
         : {
             status: 'PASS',
-            summary: `p50 ${format.time(value(kill, 'web-locks'))}, p99 ${format.time(value(rows.get('scope.kill.p99'), 'web-locks'))} over ${killOutcome.kills} kills` +
-              (value(kill, 'proper-lockfile') ? `; proper-lockfile (stale 2 s) p50 ${format.time(value(kill, 'proper-lockfile'))}` : '')
+            summary: `p50 ${format.time(value(kill, column))}, p99 ${format.time(value(rows.get('scope.kill.p99'), column))} over ${killOutcome.kills} kills` +
+              (column === 'web-locks' && value(kill, 'proper-lockfile') ? `; proper-lockfile (stale 2 s) p50 ${format.time(value(kill, 'proper-lockfile'))}` : '')
           },
     (v) => v.cell.fail === 'no prompt release'
-      ? 'no prompt release (needs the death watcher): a SIGKILLed process runs no exit code, and today its agents are only ' +
+      ? 'no prompt release (needs the death watcher): a killed process runs no exit code, and today its agents are only ' +
         'ended when another process opens the scope (opening sweeps dead owners), which the case then did.'
       : `${v.cell.fail}${v.cell.detail ? ` (${v.cell.detail})` : ''}.`)
 }
