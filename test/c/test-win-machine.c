@@ -1011,30 +1011,21 @@ static void test_crash_at_every_point(void) {
 
 typedef char *(CDECL *unix_name_t)(const WCHAR *);
 
-/* A file of another user is refused (EACCES), naming the file and its
- * owner: a scope is its user's alone on Windows. Wine reads a file of
- * another Unix user as owned by S-1-5-7 and runs a Unix program that a
- * Windows process starts: Unix's chown gives the file another owner.
- * Elsewhere (a real Windows, where only an administrator could) the case
- * is skipped. */
-static void test_foreign_file_refused(void) {
+/* Starts Unix's chown of the file at path to another user (65534), under
+ * wine: 0, or -1 elsewhere (a real Windows, where only an administrator
+ * could). Wine's handle of a Unix process cannot be waited for: the caller
+ * awaits its work. */
+static int give_away(const char *path) {
   unix_name_t unix_name = (unix_name_t)(void (*)(void))GetProcAddress(
       GetModuleHandleA("kernel32.dll"), "wine_get_unix_file_name");
   wchar_t wpath[MAX_PATH];
-  char cmd[MAX_PATH + 64], err[512];
+  char cmd[MAX_PATH + 64];
   STARTUPINFOA si;
   PROCESS_INFORMATION pi;
-  wl_manager_t *m = NULL;
-  uint64_t deadline;
   char *unix_path;
-  int rc;
 
-  if (unix_name == NULL) {
-    printf("  skipped: not under wine\n");
-    return;
-  }
-  tshm_path(path, sizeof(path), "foreign");
-  wl_scope_close(tscope_open(path, SIZE));
+  if (unix_name == NULL)
+    return -1;
   swprintf(wpath, MAX_PATH, L"%hs", path);
   unix_path = unix_name(wpath);
   ASSERT(unix_path != NULL);
@@ -1046,19 +1037,70 @@ static void test_foreign_file_refused(void) {
                         NULL, &si, &pi));
   CloseHandle(pi.hThread);
   CloseHandle(pi.hProcess);
-  /* Wine's handle of a Unix process cannot be waited for: its work can. */
-  deadline = tnow_ns() + 10000000000u;
-  while ((rc = wl_scope_open(path, SIZE, 0600, &m, err, sizeof(err))) == 0) {
+  return 0;
+}
+
+/* Until a new open of path fails (10 s at most): its code, and err. */
+static int await_refusal(const char *path, char *err, size_t errlen) {
+  uint64_t deadline = tnow_ns() + 10000000000u;
+  wl_manager_t *m = NULL;
+  int rc;
+
+  while ((rc = wl_scope_open(path, SIZE, 0600, &m, err, errlen)) == 0) {
     wl_scope_close(m);
     if (tnow_ns() >= deadline)
       break;
     Sleep(10);
   }
+  return rc;
+}
+
+/* A file of another user is refused (EACCES), naming the file and its
+ * owner: a scope is its user's alone on Windows. Wine reads a file of
+ * another Unix user as owned by S-1-5-7 and runs a Unix program that a
+ * Windows process starts: Unix's chown gives the file another owner.
+ * Elsewhere the case is skipped. */
+static void test_foreign_file_refused(void) {
+  char err[512];
+  int rc;
+
+  tshm_path(path, sizeof(path), "foreign");
+  wl_scope_close(tscope_open(path, SIZE));
+  if (give_away(path) != 0) {
+    printf("  skipped: not under wine\n");
+    tshm_remove(path);
+    return;
+  }
+  rc = await_refusal(path, err, sizeof(err));
   tshm_remove(path);
   if (rc != WL_EACCES)
     fprintf(stderr, "wl_scope_open: %d %s\n", rc, err);
   ASSERT_EQ(WL_EACCES, rc);
   ASSERT(strstr(err, path) != NULL && strstr(err, "S-1-5-7") != NULL);
+}
+
+/* A scope open in this process is tested again for each open
+ * (wl_scope_admit): a file that is no longer this user's is refused,
+ * whatever the mode. */
+static void test_admit_foreign(void) {
+  wl_manager_t *m;
+  char err[512];
+
+  tshm_path(path, sizeof(path), "admit");
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_scope_admit(m, 0600, err, sizeof(err)));
+  ASSERT_EQ(0, wl_scope_admit(m, 0666, err, sizeof(err)));
+  ASSERT_EQ(WL_EINVAL, wl_scope_admit(m, 0644, err, sizeof(err)));
+  if (give_away(path) != 0) {
+    printf("  skipped: not under wine\n");
+  } else {
+    ASSERT_EQ(WL_EACCES, await_refusal(path, err, sizeof(err)));
+    err[0] = '\0';
+    ASSERT_EQ(WL_EACCES, wl_scope_admit(m, 0666, err, sizeof(err)));
+    ASSERT(strstr(err, path) != NULL && strstr(err, "S-1-5-7") != NULL);
+  }
+  wl_scope_close(m);
+  tshm_remove(path);
 }
 
 /* ---- A watched record naming a process gone, and the file's access ---- */
@@ -1240,6 +1282,7 @@ int main(int argc, char **argv) {
   RUN(test_named_objects_private);
   RUN(test_wake_name_taken);
   RUN(test_foreign_file_refused);
+  RUN(test_admit_foreign);
   RUN(test_bell_during_let_go);
   RUN(test_first_watch_of_ended_process);
   RUN(test_file_dacl_private);
