@@ -149,6 +149,30 @@ describe('WEB_LOCKS_NO_MACHINE at install', function () {
     }
   });
 
+  it('on Windows x64, refuses exactly what would build from source: install.js and node-gyp-build read the variables, not unbuildable', function () {
+    // Each child_process call the installer makes is logged (and the
+    // process ends there): a build from source spawns node-gyp; the
+    // prebuilt binary's path execs node-gyp-build-test.
+    const hook = `const cp = require('node:child_process');
+      cp.spawn = (c, a) => { console.log('spawn', c, a.join(' ')); process.exit(0) };
+      cp.exec = (c) => { console.log('exec', c); process.exit(0) };`;
+    const script = `${hook}\nprocess.argv[1] = ${JSON.stringify(path.join(PKG, 'scripts', 'install.js'))}; require(process.argv[1])`;
+    // Any non-empty value sets WEB_LOCKS_NO_MACHINE and WEB_LOCKS_OS
+    // (install.js, binding.gyp), "false" included: a build, to refuse.
+    for (const asked of [{ WEB_LOCKS_NO_MACHINE: 'false' }, { WEB_LOCKS_OS: 'false' }]) {
+      const r = runAs('win32', 'x64', script, { cwd: PKG, env: { PATH: process.env.PATH, ...asked } });
+      assert.doesNotMatch(r.stdout, /spawn/, `node-gyp started for ${JSON.stringify(asked)}`);
+      assert.equal(r.status, 1, r.stdout + r.stderr);
+    }
+    // node-gyp-build builds from source only for "true": anything else
+    // (npm install --build-from-source=sqlite3, for another package) takes
+    // the prebuilt binary, and must not be refused.
+    for (const value of ['sqlite3', '1', '0']) {
+      const r = runAs('win32', 'x64', script, { cwd: PKG, env: { PATH: process.env.PATH, npm_config_build_from_source: value } });
+      assert.equal(r.stdout.trim(), 'exec node-gyp-build-test', `npm_config_build_from_source=${value}: ${r.stderr}`);
+    }
+  });
+
   it('a build without the machine-wide manager says why: WEB_LOCKS_NO_MACHINE on Linux, macOS and Windows, those platforms elsewhere', function () {
     const target = { file: '/nowhere/web-locks.x', size: 8192, mode: 0o600 };
     const message = (platform) => {
