@@ -10,12 +10,12 @@
 // it is then compiled (binding.gyp reads them), and node-gyp-build loads
 // that build before any prebuilt one.
 
-const { unsupported, unbuildable } = require('../lib/platform.js')
+const { unsupported, unbuildable, buildAskedBy } = require('../lib/platform.js')
 
 const reason = unsupported(process.platform, process.arch) || unbuildable(process.platform, process.env)
 if (reason !== null) {
   console.error(reason)
   process.exit(1)
 }
-if (process.env.WEB_LOCKS_NO_MACHINE || process.env.WEB_LOCKS_OS) process.env.npm_config_build_from_source = 'true'
+if (buildAskedBy(process.env).length > 0) process.env.npm_config_build_from_source = 'true'
 require('node-gyp-build/bin.js')
