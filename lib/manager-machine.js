@@ -65,7 +65,7 @@ function homeDir () {
 // owner, and for its group and for others both or neither (the C side
 // checks the same: WL__MODE_OK in src/os/machine.h).
 function modeOk (mode) {
-  return mode >= 0 && (mode & ~0o666) === 0 && (mode & 0o600) === 0o600 && (mode & 0o060) % 0o060 === 0 && (mode & 0o006) % 0o006 === 0
+  return mode >= 0 && mode <= 0o666 && (mode & ~0o666) === 0 && (mode & 0o600) === 0o600 && (mode & 0o060) % 0o060 === 0 && (mode & 0o006) % 0o006 === 0
 }
 
 function toMachineOptions (options) {

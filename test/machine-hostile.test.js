@@ -236,6 +236,28 @@ function pending(context, reason) {
     assert.deepEqual(fs.readdirSync(src), []);
   });
 
+  it('a file system that gives files another owner (NFS root squash, an id mapping): the creator refuses with the reason and leaves no file', async function () {
+    if (!root) pending(this, 'a FUSE mount of its own needs root');
+    if (childProcess.spawnSync('bindfs', ['--version']).status !== 0) pending(this, 'bindfs (a FUSE file system that can force the owner) is not installed');
+    const probe = childProcess.spawnSync('unshare', ['--mount', '--pid', '--fork', 'true']);
+    if (probe.status !== 0) pending(this, 'no mount and pid namespace can be made here (unshare failed)');
+    const src = path.join(dir, 'owned-src');
+    const mnt = path.join(dir, 'owned');
+    fs.mkdirSync(src);
+    fs.mkdirSync(mnt);
+    const r = await runNode(`
+      const { openLockManager } = require(PKG);
+      openLockManager('owned', { dir: DIR }).then(
+        () => console.log('opened'),
+        (e) => console.log(e.code, e.message.includes('owner uid 65534'), e.message.includes('file system')));`, {
+      dir: mnt,
+      prefix: ['unshare', '--mount', '--propagation', 'private', '--pid', '--fork', 'sh', '-c',
+        'bindfs -u 65534 "$0" "$1" && shift && exec "$@"', src, mnt],
+    }).ended;
+    assert.deepEqual([r.signal, r.code, r.out], [null, 0, 'EACCES true true\n'], r.err);
+    assert.deepEqual(fs.readdirSync(src), []);
+  });
+
   it('a file found corrupt while locks are held and awaited: every request rejects with ECORRUPT, no error escapes, and the process ends by itself', async function () {
     const r = await runNode(`
       const fs = require('node:fs');

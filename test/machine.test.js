@@ -95,7 +95,7 @@ function linuxOnly(test, what) {
         [5, TypeError], ['x', TypeError], [{ dir: 5 }, TypeError], [{ dir: '' }, TypeError],
         [{ size: 1000 }, RangeError], [{ size: 4096 }, RangeError], [{ size: 8192.5 }, RangeError],
         [{ size: '8192' }, RangeError], [{ size: 2 ** 41 }, RangeError],
-        [{ mode: 0o777 }, RangeError], [{ mode: 0o1600 }, RangeError], [{ mode: -1 }, RangeError], [{ mode: '600' }, RangeError],
+        [{ mode: 0o777 }, RangeError], [{ mode: 0o1600 }, RangeError], [{ mode: -1 }, RangeError], [{ mode: '600' }, RangeError], [{ mode: 2 ** 32 + 0o600 }, RangeError],
         // A user who may only read the file, or only write it, could hold its locks.
         [{ mode: 0o644 }, RangeError], [{ mode: 0o640 }, RangeError], [{ mode: 0o620 }, RangeError], [{ mode: 0o662 }, RangeError],
         [{ mode: 0o400 }, RangeError], [{ mode: 0o060 }, RangeError],
@@ -220,6 +220,23 @@ function linuxOnly(test, what) {
       const [said] = await once(worker, 'message');
       await once(worker, 'exit');
       assert.equal(said, 'EACCES');
+    });
+
+    it('a process that gives up root opens again the scopes it opened as root (root\'s files are trusted as its own)', function () {
+      notOnWindows(this, 'users and setuid');
+      if (process.getuid() !== 0 || !openToOthers(process.execPath) || !openToOthers(PKG)) this.skip();
+      const script = `
+        const { openLockManager } = require(${JSON.stringify(PKG)});
+        (async () => {
+          const m = await openLockManager('setuid', { dir: ${JSON.stringify(dir)} });
+          process.setgid(65534);
+          process.setuid(65534);
+          const again = await openLockManager('setuid', { dir: ${JSON.stringify(dir)} });
+          console.log(again === m, await again.request('x', (lock) => lock.name));
+          await m.close();
+        })().catch((e) => console.log(e.code, e.message));`;
+      const out = childProcess.execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30000 });
+      assert.equal(out.trim(), 'true x');
     });
 
     it('a full manager rejects a request with a QuotaExceededError and changes nothing', async function () {

@@ -109,6 +109,13 @@ int wl__os_file_create(wl_manager_t *m, const char *path, uint64_t size,
                  "mount?); choose a directory on a file system that keeps "
                  "them",
                  path, (unsigned)(st.st_mode & 0777), mode);
+  } else if (st.st_uid != geteuid()) {
+    rc = wl__say(err, errlen, WL_EACCES,
+                 "cannot create %s: its file system gives it the owner uid "
+                 "%u, not this process's %u (NFS with root squash, an id "
+                 "mapping?), so other processes would refuse it; choose a "
+                 "directory on a file system that keeps owners",
+                 path, (unsigned)st.st_uid, (unsigned)geteuid());
   } else if ((rc = wl__map(m, size)) != 0) {
     wl__say(err, errlen, rc, "cannot map %s: %s", path, strerror(-rc));
   } else if ((rc = wl__os_file_join(m, &st)) != 0) {
@@ -163,16 +170,20 @@ int wl__os_file_publish(wl_manager_t *m, const char *path, char *err,
   return rc;
 }
 
-/* Owned by us, or another user's file that both that user (its permission
- * bits) and we (the mode asked for: a private scope trusts no other user,
- * who could write anything in it) open to others on purpose; and bits that
- * let no user hold its locks without being of the scope (WL__MODE_OK). */
+/* Owned by us (or root, who can write any file anyway: a process that
+ * gave up root keeps the scopes it opened as root), or another user's file
+ * that both that user (its permission bits) and we (the mode asked for: a
+ * private scope trusts no other user, who could write anything in it) open
+ * to others on purpose; and bits that let no user hold its locks without
+ * being of the scope (WL__MODE_OK). */
 static int wl__check_owner(const char *path, const struct stat *st,
                            unsigned mode, char *err, size_t errlen) {
+  int foreign = st->st_uid != geteuid() && st->st_uid != 0;
+
   if (!S_ISREG(st->st_mode))
     return wl__say(err, errlen, WL_ECORRUPT, "%s is not a regular file",
                    path);
-  if (st->st_uid != geteuid() && (st->st_mode & 0066) == 0)
+  if (foreign && (st->st_mode & 0066) == 0)
     return wl__say(err, errlen, WL_EACCES,
                    "%s belongs to another user (uid %u) who has not granted "
                    "access to it",
@@ -187,7 +198,7 @@ static int wl__check_owner(const char *path, const struct stat *st,
                    "0606 or 0666)",
                    path, (unsigned)(st->st_mode & 07777),
                    (unsigned)st->st_uid);
-  if (st->st_uid != geteuid() && (mode & 0066) == 0)
+  if (foreign && (mode & 0066) == 0)
     return wl__say(err, errlen, WL_EACCES,
                    "%s belongs to another user (uid %u), and this scope was "
                    "opened as private (mode %#o): open it with a mode that "

@@ -311,11 +311,19 @@ int wl__os_file_attach(wl_manager_t *m, const char *path, unsigned mode,
   return 0;
 }
 
-/* Every scope file is its user's (point 1), whatever the mode. */
+/* Every scope file is its user's (point 1), whatever the mode. Asked
+ * through the probe handle: a call on m->fd may wait behind a thread's
+ * LockFileEx on it (point 2). */
 int wl__os_file_admit(wl_manager_t *m, const char *path, unsigned mode,
                       char *err, size_t errlen) {
+  wl__os_local_t *l = m->local;
+  int rc;
+
   (void)mode;
-  return wl__check_owner(m->fd, path, err, errlen);
+  AcquireSRWLockShared(&l->probe_mu);
+  rc = wl__check_owner(l->probe, path, err, errlen);
+  ReleaseSRWLockShared(&l->probe_mu);
+  return rc;
 }
 
 void wl__os_file_drop(wl_manager_t *m) {
@@ -410,19 +418,23 @@ static HANDLE wl__probe_again(const wl_manager_t *m) {
   return INVALID_HANDLE_VALUE;
 }
 
-/* The failed handle is closed only once no thread asks through it. */
+/* The failed handle is closed only once no thread asks through it. The
+ * new one is opened before the lock is taken: an open by path may wait (an
+ * oplock break, an SMB timeout), and so would every prober meanwhile. */
 int wl__win_probe_reopen(wl_manager_t *m, HANDLE failed) {
   wl__os_local_t *l = m->local;
-  HANDLE h;
+  HANDLE h = wl__probe_again(m), spare = h;
   int rc;
 
   AcquireSRWLockExclusive(&l->probe_mu);
-  if (l->probe == failed && (h = wl__probe_again(m)) != INVALID_HANDLE_VALUE) {
-    CloseHandle(failed);
+  if (l->probe == failed && h != INVALID_HANDLE_VALUE) {
+    spare = failed;
     l->probe = h;
   }
   rc = l->probe == failed ? -1 : 0;
   ReleaseSRWLockExclusive(&l->probe_mu);
+  if (spare != INVALID_HANDLE_VALUE)
+    CloseHandle(spare);
   return rc;
 }
 

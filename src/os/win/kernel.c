@@ -157,12 +157,14 @@ int wl__win_owned(HANDLE h, SE_OBJECT_TYPE type, char *owner, size_t len) {
   }
   ours = sid != NULL && EqualSid(sid, s->user.token.User.Sid);
   if (!ours && len > 0) {
-    if (sid != NULL && ConvertSidToStringSidA(sid, &text))
+    /* A volume without access control (FAT, exFAT) gives every file the
+     * owner Everyone. */
+    if (sid == NULL || IsWellKnownSid(sid, WinWorldSid))
+      snprintf(owner, len, "%s", "no one (a volume without owners: FAT, exFAT?)");
+    else if (ConvertSidToStringSidA(sid, &text))
       snprintf(owner, len, "%s", text);
     else
-      snprintf(owner, len, "%s",
-               sid == NULL ? "no one (a volume without owners: FAT, exFAT?)"
-                           : "an unreadable SID");
+      snprintf(owner, len, "%s", "an unreadable SID");
     LocalFree(text);
   }
   LocalFree(sd);

@@ -26,9 +26,10 @@
  * to a target after its process's end (its first look, or a look after its
  * bell rang) would otherwise never notice the byte let go.
  *
- * The watcher takes no lock: it reads its record with atomics, asks for
- * bytes without waiting, and asks the sweeper, so that it can be stopped,
- * and waited for, under the mutex. */
+ * The watcher takes no lock but the probe handle's (a leaf, never held
+ * while waiting): it reads its record with atomics, asks for bytes without
+ * waiting, and asks the sweeper, so that it can be stopped, and waited
+ * for, under the mutex. */
 #include <stdlib.h>
 
 #include "machine.h"
