@@ -2,7 +2,7 @@
 // (one or more codes); scripts/test-types.js checks that tsc reports exactly
 // these errors, on these lines, and no other.
 import { locks, Lock, LockManager, openLockManager } from 'web-locks'
-import type { LockOptions, LockManagerSnapshot } from 'web-locks'
+import type { LockOptions, LockManagerSnapshot, LockRequestTrace } from 'web-locks'
 import { installed } from 'web-locks/polyfill'
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false
@@ -53,6 +53,13 @@ export async function misuse (): Promise<void> {
   await locks.close() // error TS2339
   await openLockManager('app', { size: '1M' }) // error TS2769
   await openLockManager('app', { postgres: 'postgres://db', schema: 1 }) // error TS2769
+
+  // The tracing channel's context: read-only, its manager one of three.
+  const traced = {} as LockRequestTrace
+  traced.granted = true // error TS2540
+  const kind: 'worker' = traced.manager // error TS2322
+  const token: number = traced.token // error TS2322
+  void kind, token
 
   // The polyfill exports one boolean.
   const flag: string = installed // error TS2322
