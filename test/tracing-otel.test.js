@@ -61,6 +61,10 @@ describe('the README\'s OpenTelemetry recipe, with the OpenTelemetry SDK', funct
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('no span, and no error, for a request traced for another subscriber before the recipe ran', function () {
+    assert.deepEqual(out.spans.filter((s) => s.attributes['lock.name'] === 'early'), []);
+  });
+
   for (const kind of ['process', 'machine', 'postgres']) {
     describe(kind, function () {
       let spans;
