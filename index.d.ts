@@ -230,3 +230,45 @@ export interface ContentionMonitor {
 
 /** Starts counting contention per lock name for this thread's requests. */
 export declare function monitorContention (): ContentionMonitor
+
+/**
+ * The context of a lock request's events on the `diagnostics_channel`
+ * tracing channel `web-locks.request` (`tracing:web-locks.request:start`,
+ * `:end`, `:asyncStart`, `:asyncEnd`, `:error`): one object per request,
+ * shared by all its events. For Node's `tracingChannel<unknown,
+ * LockRequestTrace>('web-locks.request')`. The package itself exports no
+ * value for it: the channel is found by its name.
+ */
+export interface LockRequestTrace {
+  readonly name: string
+  readonly mode: LockMode
+  readonly ifAvailable: boolean
+  readonly steal: boolean
+  /** Whether the request has a signal. */
+  readonly signal: boolean
+  /** `locks`, openLockManager(scope), or openLockManager(scope, { postgres }). */
+  readonly manager: 'process' | 'machine' | 'postgres'
+  /** The scope of openLockManager; undefined for `locks`. */
+  readonly scope: string | undefined
+  /**
+   * The requesting agent's clientId, as query() shows it; undefined while a
+   * PostgreSQL agent joins again, until the callback is reached.
+   */
+  readonly clientId: string | undefined
+  /**
+   * false until the callback is reached (and for a request that ended
+   * without it); then true, or null for an ifAvailable request that missed.
+   */
+  readonly granted: boolean | null
+  /**
+   * Milliseconds (performance.now()) from the request's making to its
+   * callback, or to its end if the callback never ran; undefined before.
+   */
+  readonly waitMs: number | undefined
+  /** The grant's fencing token (lock.token). */
+  readonly token: bigint | undefined
+  /** What the request's promise resolved with. */
+  readonly result: unknown
+  /** What the request's promise rejected with. */
+  readonly error: unknown
+}

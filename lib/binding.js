@@ -20,7 +20,8 @@ const binding = loadBinding(path.join(__dirname, '..'))
 // dispatches (IO_ID, IO_EVENTS), with a grant's fencing token in two halves
 // (IO_TOKEN_LO, IO_TOKEN_HI); the backends file requests in the table
 // (manager-process.js). Without a prototype, no index setter of
-// Array.prototype can intercept a store. What the polyfills of every copy
+// Array.prototype can intercept a store. The thread's clientId in the
+// process-wide manager. What the polyfills of every copy
 // installed (lib/install.js). And the thread's agents of machine-wide
 // managers: their backends by file (index.js's openLockManager), so that
 // every copy of lib/ on the thread opens a scope as one agent, and whether
@@ -71,6 +72,7 @@ function loadBinding (root) {
 function setUp () {
   const table = []
   Object.setPrototypeOf(table, null)
+  const clientId = randomUUID()
   const io = binding.setup(function dispatch () {
     const request = table[io[IO_ID]]
     if (request === undefined) return
@@ -82,12 +84,13 @@ function setUp () {
       request.token = hi === 0 ? io[IO_TOKEN_LO] : wideToken(hi, io[IO_TOKEN_LO])
     }
     request.deliver(events)
-  }, randomUUID(), process.versions.bun === undefined)
+  }, clientId, process.versions.bun === undefined)
   // A Number while exact (below 2 ** 53), else a BigInt.
   function wideToken (hi, lo) {
     return hi < 0x200000 ? hi * 0x100000000 + lo : (SafeBigInt(hi) << 32n) + SafeBigInt(lo)
   }
   Object.defineProperty(binding, 'io', { value: io })
+  Object.defineProperty(binding, 'clientId', { value: clientId })
   Object.defineProperty(binding, 'requests', { value: table })
   Object.defineProperty(binding, 'polyfilled', { value: new SafeWeakSet() })
   Object.defineProperty(binding, 'scopes', { value: { open: new SafeMap(), exiting: false, exitHeard: new SafeWeakSet() } })

@@ -23,6 +23,7 @@ const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
 const { machineTarget, openMachine, admitMachine, machineBackend } = require('./manager-machine.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./postgres/manager.js')
 const { MACHINE_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
+const tracing = require('./tracing.js')
 const {
   SHARED, IF_AVAILABLE, STEAL, EV_GRANTED, EV_UNAVAILABLE, EV_STOLEN, EV_FAILED, IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI
 } = require('./events.js')
@@ -78,6 +79,7 @@ class LockRequest {
   diagnostics = undefined
   grant = undefined
   token = 0 // the grant's fencing token: a Number, or a BigInt if a backend makes one
+  trace = undefined // while it is traced (tracing.js)
 
   constructor (backend, name, options, callback) {
     this.backend = backend
@@ -143,7 +145,8 @@ class LockRequest {
     const callback = this.callback
     let result
     try {
-      result = callback(this.held ? new Lock(kToken, this.name, this.options.mode, this.token) : null)
+      const lock = this.held ? new Lock(kToken, this.name, this.options.mode, this.token) : null
+      result = this.trace === undefined ? callback(lock) : tracing.reach(this, callback, lock)
     } catch (error) {
       // As a rejected waiting promise: released in a microtask, after those
       // the callback queued.
@@ -234,6 +237,7 @@ class LockRequest {
       WeakMapPrototypeSet(endings, payload, { start: this.diagnostics, ending })
       endChannel.publish(payload)
     }
+    if (this.trace !== undefined) tracing.settle(this, ok, value)
     if (ok) this.resolve(value)
     else this.reject(value)
   }
@@ -442,6 +446,14 @@ function requestLock (backend, name, options, callback, method) {
   if (signal !== undefined && signalOps.aborted(signal)) return PromiseReject(signalOps.reason(signal))
 
   const request = new LockRequest(backend, name, options, callback)
+  return tracing.subscribed() ? tracing.traceRequest(request, makeRequest) : makeRequest(request)
+}
+
+// Makes the request: its promise, or a throw for a request that its
+// manager refused.
+function makeRequest (request) {
+  const { backend, name, options } = request
+  const { ifAvailable, mode, signal, steal } = options
   // Chained now, so that the callback runs in the async context of the
   // request() call whichever thread's release granted the lock. Resolved
   // with nothing anyone can make thenable (see runGranted).

@@ -115,27 +115,27 @@ function machineBackend (binding, agent) {
       if (error !== null && typeof error === 'object' && error.code === 'ECORRUPT') return corruptError(file)
       return realmError(error)
     }
-  }, agent)
+  }, agent, 'machine')
   backend.file = file
   backend.failure = () => corruptError(file)
   return backend
 }
 
-// Where the scope's manager lives, and how to create it: { file, size,
-// mode }. Throws a TypeError or RangeError for bad arguments.
+// Where the scope's manager lives, and how to create it: { scope, file,
+// size, mode }. Throws a TypeError or RangeError for bad arguments.
 function machineTarget (scope, options) {
   checkScope(scope)
   const { dir, size, mode } = toMachineOptions(options)
-  return { file: path.join(path.resolve(dir), `web-locks.${scope}`), size, mode }
+  return { scope, file: path.join(path.resolve(dir), `web-locks.${scope}`), size, mode }
 }
 
-// Opens this thread's agent of the manager in target.file: { handle,
-// file, closed }, for machineBackend. Throws an Error
+// Opens this thread's agent of the manager in target.file (see agentOf),
+// for machineBackend. Throws an Error
 // whose code says what is wrong with the file and whose message names it,
 // or a NotSupportedError from a build without the machine-wide manager (any
 // platform but Linux, macOS and Windows, or WEB_LOCKS_NO_MACHINE at install:
 // binding.gyp).
-function openMachine (binding, { file, size, mode }) {
+function openMachine (binding, { scope, file, size, mode }) {
   if (typeof binding.open !== 'function') {
     // On Linux, macOS and Windows, only a build asked for without it lacks it.
     const why = ['linux', 'darwin', 'win32'].includes(process.platform)
@@ -148,17 +148,18 @@ function openMachine (binding, { file, size, mode }) {
   if (process.versions.bun !== undefined && process.platform !== 'linux') {
     throw domException(openFailure('under Bun, the machine-wide lock manager runs on Linux only.'), 'NotSupportedError')
   }
+  const clientId = randomUUID()
   let handle
   try {
     // Whether the thread's loop can poll the agent's FIFO, through which
     // other processes wake it: Bun aborts the process when an addon polls a
     // descriptor (uv_poll_init), and a thread of the binding's polls them
     // there (src/binding/waker-linux.c).
-    handle = binding.open(file, size, mode, randomUUID(), process.versions.bun === undefined)
+    handle = binding.open(file, size, mode, clientId, process.versions.bun === undefined)
   } catch (error) {
     throw realmError(error, 'web-locks: ')
   }
-  return agentOf(handle, file)
+  return agentOf(clientId, scope, handle, file)
 }
 
 // Whether this thread's agent, opened before, may serve an open with

@@ -25,7 +25,10 @@
 //   copy of lib/ on the thread, in whichever realm each was loaded.
 // - close(), if present: this thread leaves the manager; every request of
 //   it that is not done gets request.drop(). May return a promise.
-// - agent: the agent it is of, whose closed says whether it has left.
+// - agent: the agent it is of, whose closed says whether it has left, and
+//   for the tracing channel (tracing.js), the agent's clientId (undefined
+//   while a PostgreSQL agent joins) and the scope (undefined for `locks`).
+// - kind: 'process', 'machine' or 'postgres'.
 
 const { IO_RESULT } = require('./events.js')
 const { PromiseResolve, ObjectDefineProperty, realmError } = require('./intrinsics.js')
@@ -59,20 +62,22 @@ function snapshotInThisRealm (snapshot) {
 // release(id), abort(id), query(), close() if the agent can leave, and
 // translate(error), which makes what the addon throws an error of this
 // copy's realm }) of the binding whose table and io the requests go
-// through, for `agent` (an agent of the thread: { closed }, and a scope's
-// handle and file): a machine-wide scope's is shared by every copy of lib/
-// on the thread that opened it, each with a backend of its own, which
-// makes its errors in its own realm. The agent holds nothing of any copy
+// through, for `agent` (an agent of the thread: { closed, clientId }, and
+// a scope's name, handle and file) of a manager of kind `kind`: a
+// machine-wide scope's is shared by every copy of lib/ on the thread that
+// opened it, each with a backend of its own, which makes its errors in its
+// own realm. The agent holds nothing of any copy
 // (anything made in a realm keeps that realm alive): whether it has left
 // is its own plain property, which every request reads (index.js), so
 // that leaving through one copy closes it for all.
-function agentOf (handle, file) {
-  return { closed: false, handle, file }
+function agentOf (clientId, scope, handle, file) {
+  return { closed: false, clientId, scope, handle, file }
 }
 
-function nativeBackend ({ requests, io }, ops, agent) {
+function nativeBackend ({ requests, io }, ops, agent, kind) {
   const backend = {
     agent,
+    kind,
     native: true,
     request (name, how, request) {
       try {
@@ -136,7 +141,7 @@ function nativeBackend ({ requests, io }, ops, agent) {
 
 function processBackend (binding) {
   const { request, release, abort, query } = binding
-  return nativeBackend(binding, { request, release, abort, query, translate: realmError }, agentOf())
+  return nativeBackend(binding, { request, release, abort, query, translate: realmError }, agentOf(binding.clientId), 'process')
 }
 
 module.exports = { agentOf, nativeBackend, processBackend, snapshotInThisRealm }

@@ -5,8 +5,8 @@
 // npm-cache.js). Bun (@oven/bun-linux-x64):
 // - the mocha suites that apply to Bun, run by Bun: the process-wide
 //   manager, the machine-wide one (its agents woken by the binding's waker
-//   thread there: Bun has no uv_poll for addons), the polyfill, and
-//   test/bun.test.js (what differs under Bun);
+//   thread there: Bun has no uv_poll for addons), the polyfill, the
+//   tracing channel, and test/bun.test.js (what differs under Bun);
 // - the conformance suite again with agents in separate Bun processes on a
 //   machine-wide scope (WEB_LOCKS_TEST_AGENTS=processes), and the
 //   cross-process stress test on a machine-wide scope;
@@ -29,7 +29,7 @@ const BUN = '@oven/bun-linux-x64@1.4'
 const DENO = '@deno/linux-x64-glibc@2'
 const SUITES = ['request', 'threads', 'steal', 'signal', 'query', 'keep-alive', 'thread-end', 'polyfill', 'esm', 'names',
   'validation', 'callback', 'classes', 'async-context', 'diagnostics', 'if-available', 'bad-input', 'token', 'abort-event', 'bun',
-  'machine', 'machine-hostile', 'machine-full-crash', 'environment', 'acquire']
+  'machine', 'machine-hostile', 'machine-full-crash', 'environment', 'acquire', 'tracing']
 
 function fail (message) {
   console.error(`test-runtimes: ${message}`)

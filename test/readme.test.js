@@ -10,7 +10,7 @@
 // every block that is not JavaScript (shell, SQL, ...). An unmarked block of
 // another language fails here. A ```js block is written to a file of its
 // own and run by node in a directory where `web-locks` is this package and
-// `pg` is installed: as an ES module (.mjs) if it has an import or export
+// `pg` and `@opentelemetry/api` are installed: as an ES module (.mjs) if it has an import or export
 // statement, else as CommonJS (.cjs), as a reader who saves it would. It
 // passes if node exits with status 0 within BLOCK_TIMEOUT_MS and writes
 // nothing to stderr. A block with the README's example connection string
@@ -25,7 +25,7 @@ const { execFile } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { PKG } = require('./fixtures/util');
+const { PKG, packageDir } = require('./fixtures/util');
 const { postgres } = require('./fixtures/postgres');
 
 const README = path.join(PKG, 'README.md');
@@ -94,7 +94,9 @@ describe('README.md: every code block runs as written, or is marked <!-- not run
     const modules = path.join(dir, 'node_modules');
     fs.mkdirSync(modules);
     fs.symlinkSync(PKG, path.join(modules, 'web-locks'), 'dir');
-    fs.symlinkSync(path.dirname(require.resolve('pg/package.json')), path.join(modules, 'pg'), 'dir');
+    fs.symlinkSync(packageDir('pg'), path.join(modules, 'pg'), 'dir');
+    fs.mkdirSync(path.join(modules, '@opentelemetry'));
+    fs.symlinkSync(packageDir('@opentelemetry/api'), path.join(modules, '@opentelemetry', 'api'), 'dir');
   });
 
   after(function () {

@@ -38,6 +38,7 @@ class PostgresBackend {
   closed = false
   // Each open is an agent of its own (index.js reads agent.closed).
   agent = this
+  kind = 'postgres'
   target
   pg
   sql
@@ -52,6 +53,15 @@ class PostgresBackend {
     this.target = target
     this.pg = pg
     this.sql = statements(target)
+  }
+
+  get scope () {
+    return this.target.scope
+  }
+
+  // The current session's, which each session has anew.
+  get clientId () {
+    return this.current === null ? undefined : this.current.clientId
   }
 
   // A request's part of the interface is its record's (requests.js).

@@ -77,6 +77,7 @@ class Session {
   channel = `web_locks_${randomBytes(16).toString('hex')}`
   keepalive = null
   agent = 0
+  clientId = randomUUID()
   // The backend the agent joined on: its life lock's holder.
   pid = 0
   // The ceiling of the tokens as the session last saw it (see statements.js).
@@ -108,7 +109,7 @@ async function join (backend) {
     await configure(client, target)
     await ensureSchema(client, target)
     // Each agent is a client of its own: a new clientId for each session.
-    const { rows } = await client.query(sql.join, [target.scope, randomUUID(), session.channel])
+    const { rows } = await client.query(sql.join, [target.scope, session.clientId, session.channel])
     session.agent = rows[0].agent
     session.pid = rows[0].pid
     session.ceiling = rows[0].ceiling

@@ -2,7 +2,7 @@
 // (one or more codes); scripts/test-types.js checks that tsc reports exactly
 // these errors, on these lines, and no other.
 import { locks, Lock, LockManager, openLockManager, ReleasableLock } from 'web-locks'
-import type { LockOptions, LockManagerSnapshot } from 'web-locks'
+import type { LockOptions, LockManagerSnapshot, LockRequestTrace } from 'web-locks'
 import { installed } from 'web-locks/polyfill'
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false
@@ -65,6 +65,12 @@ export async function misuse (): Promise<void> {
   await maybe.release() // error TS18047
   const notReleasable: ReleasableLock = await locks.request('a', (lock) => lock!) // error TS2739
   void released, notReleasable
+  // The tracing channel's context: read-only, its manager one of three.
+  const traced = {} as LockRequestTrace
+  traced.granted = true // error TS2540
+  const kind: 'worker' = traced.manager // error TS2322
+  const token: number = traced.token // error TS2322
+  void kind, token
 
   // The polyfill exports one boolean.
   const flag: string = installed // error TS2322

@@ -3,7 +3,9 @@
 // used where Node's is expected. (Not the other way round: Node's locks have
 // no fencing token; errors-node24.ts.)
 import { locks } from 'web-locks'
+import type { LockRequestTrace } from 'web-locks'
 import * as workerThreads from 'node:worker_threads'
+import { tracingChannel } from 'node:diagnostics_channel'
 
 export const asNodes: workerThreads.LockManager = locks
 export const builtin: workerThreads.LockManager = navigator.locks
@@ -29,4 +31,23 @@ export async function using (): Promise<bigint> {
   const disposable: AsyncDisposable = lock
   void disposable, maybe
   return lock.token
+}
+
+// The tracing channel, typed with the context of its events.
+export function trace (): void {
+  tracingChannel<unknown, LockRequestTrace>('web-locks.request').subscribe({
+    start (request) {
+      const name: string = request.name
+      console.log(name, request.manager)
+    },
+    asyncStart (request) {
+      const granted: boolean | null = request.granted
+      console.log(granted, request.waitMs, request.token)
+    },
+    end () {},
+    asyncEnd () {},
+    error (request) {
+      console.log(request.error)
+    }
+  })
 }

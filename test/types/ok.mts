@@ -2,7 +2,7 @@
 // (index.d.mts, polyfill.d.mts, polyfill/force.d.mts), including default
 // imports.
 import webLocks, { locks, Lock, LockManager, ReleasableLock } from 'web-locks'
-import type { LockMode } from 'web-locks'
+import type { LockMode, LockRequestTrace } from 'web-locks'
 import polyfill, { installed } from 'web-locks/polyfill'
 import 'web-locks/polyfill'
 import force, { installed as forced } from 'web-locks/polyfill/force'
@@ -18,6 +18,7 @@ type _default = Expect<Equal<typeof webLocks.locks, LockManager>>
 type _polyfill = Expect<Equal<typeof polyfill.installed, boolean>>
 const flag: boolean = installed
 type _force = Expect<Equal<typeof force.installed, boolean>>
+type _trace = Expect<Equal<LockRequestTrace['granted'], boolean | null>>
 const forcedFlag: boolean = forced
 
 // One set of types for both module formats: the classes that `import` gives

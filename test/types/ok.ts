@@ -3,7 +3,7 @@
 // No global of lib.dom or @types/node is used (tsconfig.bare.json has none):
 // the ok-<env>.ts files pass real AbortSignals.
 import { locks, Lock, LockManager, ReleasableLock } from 'web-locks'
-import type { AbortSignalLike, LockGrantedCallback, LockInfo, LockManagerSnapshot, LockMode, LockOptions } from 'web-locks'
+import type { AbortSignalLike, LockGrantedCallback, LockInfo, LockManagerSnapshot, LockMode, LockOptions, LockRequestTrace } from 'web-locks'
 import { installed } from 'web-locks/polyfill'
 import { installed as forced } from 'web-locks/polyfill/force'
 import webLocks = require('web-locks')
@@ -114,4 +114,16 @@ export async function shared (): Promise<void> {
   await db.close()
   await webLocks.openLockManager('app', { postgres: { host: 'db', user: 'app' } })
   const sql: string = webLocks.postgresSchema('locks')
+}
+
+// The context of the tracing channel's events.
+export function traced (request: LockRequestTrace): string {
+  const manager: 'process' | 'machine' | 'postgres' = request.manager
+  const granted: boolean | null = request.granted
+  const waitMs: number | undefined = request.waitMs
+  const token: bigint | undefined = request.token
+  const mode: LockMode = request.mode
+  const flags: boolean[] = [request.ifAvailable, request.steal, request.signal]
+  const ids: Array<string | undefined> = [request.name, request.scope, request.clientId]
+  return `${manager} ${granted} ${waitMs} ${token} ${mode} ${flags} ${ids} ${request.result} ${request.error}`
 }
