@@ -148,7 +148,7 @@ function shortestCycle (succ, comp, from) {
 // The cycles through the pending requests of the agent `clientId`: for
 // each of them that is on a cycle, the shortest one, once. Each is
 // { key, cycle, mine }: key names the cycle whoever finds it (its requests
-// by name and place in their queues, from the least); cycle lists its
+// by name, place in their queues and agent, from the least); cycle lists its
 // pending requests in order, each { name, mode, clientId, waitsFor }, from
 // the one the key names first (its lead); mine lists those of `clientId` as
 // { name, index, of }, index being its place among that agent's `of`
@@ -174,7 +174,7 @@ function findDeadlocks (snapshot, clientId) {
     const path = shortestCycle(succ, comp, i)
     if (path === null) continue
     const requests = path.filter((v) => v < P)
-    const ids = requests.map((v) => JSON.stringify([pending[v].name, place.get(v)]))
+    const ids = requests.map((v) => JSON.stringify([pending[v].name, place.get(v), pending[v].clientId]))
     let first = 0
     for (let k = 1; k < ids.length; k++) if (ids[k] < ids[first]) first = k
     const key = [...ids.slice(first), ...ids.slice(0, first)].join(',')
@@ -255,7 +255,7 @@ function arm (backend, w, ms) {
 function look (backend, w) {
   w.timer = undefined
   if (SetPrototypeGetSize(w.waiting) === 0 || backend.agent.closed) {
-    w.reported = undefined
+    found(w, [])
     return
   }
   const again = () => arm(backend, w, WATCH_MS)
@@ -271,16 +271,32 @@ function look (backend, w) {
   }
 }
 
+// The cycles this thread has published, by key, each with the watches that
+// still see it: a thread with two agents in one cycle (two managers of one
+// scope, or of one PostgreSQL database) hears of it once.
+const published = new Map()
+
 function found (w, cycles) {
   const now = new Map()
   for (const f of cycles) {
     const looks = ((w.reported !== undefined && w.reported.get(f.key)) || 0) + 1
     now.set(f.key, looks)
-    if (looks === 1 && deadlockChannel.hasSubscribers) deadlockChannel.publish({ cycle: f.cycle.map((c) => ({ ...c })) })
+    let seers = published.get(f.key)
+    if (seers === undefined) {
+      published.set(f.key, (seers = new Set()))
+      if (deadlockChannel.hasSubscribers) deadlockChannel.publish({ cycle: f.cycle.map((c) => ({ ...c })) })
+    }
+    seers.add(w)
     // The lead's thread rejects at once; another member's only if the
     // cycle outlived one more look (the lead's thread did not ask for it):
     // one rejection ends a cycle, and threads agree on the lead unasked.
     if (w.reject && (f.lead !== null || looks > 1)) reject(w, f.cycle, f.lead || f.mine[f.mine.length - 1])
+  }
+  if (w.reported !== undefined) {
+    for (const key of w.reported.keys()) {
+      const seers = now.has(key) ? undefined : published.get(key)
+      if (seers !== undefined && seers.delete(w) && seers.size === 0) published.delete(key)
+    }
   }
   w.reported = now
 }

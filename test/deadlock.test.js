@@ -123,6 +123,7 @@ const SETUPS = [
   {
     title: 'PostgreSQL (processes)',
     kind: 'process',
+    agentPerOpen: true,
     open: async () => {
       const { url } = await postgres();
       const scope = scopeName('deadlock');
@@ -227,6 +228,34 @@ for (const setup of SETUPS) {
       await assert.rejects(mine, { name: 'AbortError' });
       me.release();
       await me.done;
+    });
+
+    it('two agents of one thread in one cycle: the thread hears of it once', async function () {
+      if (!setup.agentPerOpen) this.skip(); // a thread is one agent of a scope, however often it opens it
+      const [a, b] = [uniq('a'), uniq('b')];
+      const second = await openLockManager(data.scope, data.options);
+      try {
+        const one = await holdOn(manager, a);
+        const two = await holdOn(second, b);
+        const waits = [one.second(b), two.second(a)];
+        for (const p of waits) p.catch(() => {});
+        const { message } = await ears.next('a deadlock heard here');
+        assert.deepEqual(sortCycle(message.cycle), sortCycle([
+          { name: b, mode: 'exclusive', clientId: one.clientId, waitsFor: two.clientId },
+          { name: a, mode: 'exclusive', clientId: two.clientId, waitsFor: one.clientId },
+        ]));
+        await naps(600);
+        assert.equal(ears.heard.length, 1);
+        one.abort();
+        await assert.rejects(waits[0], { name: 'AbortError' });
+        one.release();
+        await one.done;
+        assert.equal(await waits[1], 'second');
+        two.release();
+        await two.done;
+      } finally {
+        await second.close();
+      }
     });
 
     it('with rejectDeadlocks, one request of the cycle rejects with an OperationError that names it, and the rest go on', async function () {
