@@ -229,17 +229,31 @@ function watchOf (backend) {
   return w
 }
 
+const WAITING = 1
+const WITHDRAWN = 2
+
+// Only while the watch is on: a thread that nobody watches keeps no set.
 function waiting (request) {
-  const w = watchOf(request.backend)
-  request.waiting = true
+  const { backend } = request
+  let w = backend.deadlocks
+  if (!deadlockChannel.hasSubscribers && (w === undefined || !w.reject)) return
+  if (w === undefined) w = watchOf(backend)
+  request.deadlock = WAITING
   SetPrototypeAdd(w.waiting, request)
-  arm(request.backend, w, FIRST_MS)
+  arm(backend, w, FIRST_MS)
 }
 
+// Its last waiting request gone, the cycles it saw are no longer its own
+// (one that forms again is published again).
 function waited (request) {
-  request.waiting = false
+  request.deadlock = 0
   const w = request.backend.deadlocks
-  if (w !== undefined) SetPrototypeDelete(w.waiting, request)
+  SetPrototypeDelete(w.waiting, request)
+  if (w.reported !== undefined && SetPrototypeGetSize(w.waiting) === 0) {
+    try {
+      found(w, [])
+    } catch {}
+  }
 }
 
 function arm (backend, w, ms) {
@@ -298,7 +312,7 @@ function found (w, cycles) {
       if (seers !== undefined && seers.delete(w) && seers.size === 0) published.delete(key)
     }
   }
-  w.reported = now
+  w.reported = now.size > 0 ? now : undefined
 }
 
 // A request of this thread in the cycle rejects, as an abort would (it
@@ -326,4 +340,4 @@ function setReject (backend, on) {
   arm(backend, w, FIRST_MS)
 }
 
-module.exports = { findDeadlocks, graph, components, waiting, waited, setReject, deadlockChannel }
+module.exports = { WAITING, WITHDRAWN, findDeadlocks, graph, components, waiting, waited, setReject, deadlockChannel }

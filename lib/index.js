@@ -20,7 +20,7 @@ const {
   FinalizationRegistryPrototypeUnregister, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
-const { waiting, waited, setReject } = require('./deadlock.js')
+const { WAITING, WITHDRAWN, waiting, waited, setReject } = require('./deadlock.js')
 const { machineTarget, openMachine, admitMachine, machineBackend } = require('./manager-machine.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./postgres/manager.js')
 const { MACHINE_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
@@ -81,8 +81,9 @@ class LockRequest {
   grant = undefined
   token = 0 // the grant's fencing token: a Number, or a BigInt if a backend makes one
   trace = undefined // while it is traced (tracing.js)
-  waiting = false // in its queue, watched for deadlocks (deadlock.js)
-  withdrawn = false // rejected as part of a deadlock: its callback never runs
+  // WAITING: in its queue, watched for deadlocks; WITHDRAWN: rejected as
+  // part of one, its callback never to run (deadlock.js); else 0.
+  deadlock = 0
 
   constructor (backend, name, options, callback) {
     this.backend = backend
@@ -102,7 +103,7 @@ class LockRequest {
   // waits in its queue (the PostgreSQL one) says so then, for the watch for
   // deadlocks.
   waits () {
-    if (!this.settled && !this.waiting) waiting(this)
+    if (!this.settled && this.deadlock === 0) waiting(this)
   }
 
   deliver (events) {
@@ -111,7 +112,7 @@ class LockRequest {
       this.drop(this.backend.failure())
       return
     }
-    if (this.waiting) waited(this)
+    if (this.deadlock === WAITING) waited(this)
     if (events & EV_GRANTED) {
       this.held = true
       this.grant = undefined
@@ -128,7 +129,7 @@ class LockRequest {
   run () {
     if (this.dropped) return
     // Granted before the withdrawal reached the manager: let go unused.
-    if (this.withdrawn) {
+    if (this.deadlock === WITHDRAWN) {
       if (this.held) this.release()
       return
     }
@@ -247,7 +248,7 @@ class LockRequest {
   settle (ok, value, ending) {
     if (this.settled) return
     this.settled = true
-    if (this.waiting) waited(this)
+    if (this.deadlock === WAITING) waited(this)
     if (endChannel.hasSubscribers) {
       const { ifAvailable, steal } = this.options
       const payload = { name: this.name, mode: this.options.mode, ifAvailable, steal, error: ok ? undefined : value }
@@ -282,7 +283,8 @@ class LockRequest {
   // an abort, with the error naming the cycle.
   withdraw (error) {
     if (this.settled) return
-    this.withdrawn = true
+    if (this.deadlock === WAITING) waited(this)
+    this.deadlock = WITHDRAWN
     this.backend.abort(this)
     const { signal } = this.options
     if (signal !== undefined) unwatch(signal, this)
@@ -295,7 +297,7 @@ class LockRequest {
   // gives another error, and its callback never runs.
   drop (error) {
     this.backend.forget(this)
-    if (this.waiting) waited(this)
+    if (this.deadlock === WAITING) waited(this)
     this.dropped = true
     this.held = false
     const { signal } = this.options
@@ -512,7 +514,7 @@ function makeRequest (request) {
   }
   try {
     if (startChannel.hasSubscribers) publishStart(request, queued)
-    if (queued) waiting(request)
+    if (queued && !request.settled) waiting(request)
   } catch {
     // Only a RangeError near the stack limit lands here (Node reports a
     // subscriber's own errors itself); the request stands without its event
