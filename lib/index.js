@@ -20,7 +20,6 @@ const {
   FinalizationRegistryPrototypeUnregister, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
-const { WAITING, WITHDRAWN, waiting, waited, setReject } = require('./deadlock.js')
 const { machineTarget, openMachine, admitMachine, machineBackend } = require('./manager-machine.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./postgres/manager.js')
 const { MACHINE_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
@@ -81,9 +80,6 @@ class LockRequest {
   grant = undefined
   token = 0 // the grant's fencing token: a Number, or a BigInt if a backend makes one
   trace = undefined // while it is traced (tracing.js)
-  // WAITING: in its queue, watched for deadlocks; WITHDRAWN: rejected as
-  // part of one, its callback never to run (deadlock.js); else 0.
-  deadlock = 0
 
   constructor (backend, name, options, callback) {
     this.backend = backend
@@ -99,20 +95,12 @@ class LockRequest {
     if (this.diagnostics !== undefined) WeakMapPrototypeSet(queuedStarts, this.diagnostics, true)
   }
 
-  // A backend that learns only after request() returned that the request
-  // waits in its queue (the PostgreSQL one) says so then, for the watch for
-  // deadlocks.
-  waits () {
-    if (!this.settled && this.deadlock === 0) waiting(this)
-  }
-
   deliver (events) {
     const grant = this.grant
     if (events & EV_FAILED) {
       this.drop(this.backend.failure())
       return
     }
-    if (this.deadlock === WAITING) waited(this)
     if (events & EV_GRANTED) {
       this.held = true
       this.grant = undefined
@@ -128,11 +116,6 @@ class LockRequest {
 
   run () {
     if (this.dropped) return
-    // Granted before the withdrawal reached the manager: let go unused.
-    if (this.deadlock === WITHDRAWN) {
-      if (this.held) this.release()
-      return
-    }
     const { signal, signalOps } = this.options
     if (this.held && signal !== undefined) {
       unwatch(signal, this)
@@ -248,7 +231,6 @@ class LockRequest {
   settle (ok, value, ending) {
     if (this.settled) return
     this.settled = true
-    if (this.deadlock === WAITING) waited(this)
     if (endChannel.hasSubscribers) {
       const { ifAvailable, steal } = this.options
       const payload = { name: this.name, mode: this.options.mode, ifAvailable, steal, error: ok ? undefined : value }
@@ -279,25 +261,12 @@ class LockRequest {
     this.settle(false, reason, ABORTED)
   }
 
-  // Part of a deadlock that this thread asked to reject (deadlock.js): as
-  // an abort, with the error naming the cycle.
-  withdraw (error) {
-    if (this.settled) return
-    if (this.deadlock === WAITING) waited(this)
-    this.deadlock = WITHDRAWN
-    this.backend.abort(this)
-    const { signal } = this.options
-    if (signal !== undefined) unwatch(signal, this)
-    this.settle(false, error, ABORTED)
-  }
-
   // Its manager was closed or found corrupt, or its agent ended (a
   // PostgreSQL session lost): the backend has dropped it (spec 2.6), so its
   // promise rejects, as after a steal, with an AbortError unless the backend
   // gives another error, and its callback never runs.
   drop (error) {
     this.backend.forget(this)
-    if (this.deadlock === WAITING) waited(this)
     this.dropped = true
     this.held = false
     const { signal } = this.options
@@ -514,11 +483,9 @@ function makeRequest (request) {
   }
   try {
     if (startChannel.hasSubscribers) publishStart(request, queued)
-    if (queued && !request.settled) waiting(request)
   } catch {
     // Only a RangeError near the stack limit lands here (Node reports a
-    // subscriber's own errors itself); the request stands without its event
-    // or its watch for deadlocks.
+    // subscriber's own errors itself); the request stands without its event.
   }
   return promise
 }
@@ -585,15 +552,8 @@ function invalidState (method) {
   return domException(`Failed to execute '${method}' on 'LockManager': The lock manager was closed.`, 'InvalidStateError')
 }
 
-// A manager's backend, or undefined for anything else (set by the class).
-let backendOf
-
 class LockManager {
   #backend
-
-  static {
-    backendOf = (manager) => (manager !== null && typeof manager === 'object' && #backend in manager ? manager.#backend : undefined)
-  }
 
   constructor (token, backend) {
     if (token !== kToken) throw new SafeTypeError('Illegal constructor')
@@ -676,18 +636,6 @@ class LockManager {
       return PromiseReject(error)
     }
   }
-}
-
-// Not in the spec: rejectDeadlocks(manager, [on]). While on, a deadlock
-// through one of this thread's requests of `manager` (deadlock.js) rejects
-// one of them with an OperationError that names the cycle, as a test suite
-// wants; by default a deadlock is only published (web-locks.deadlock), and
-// its requests wait as the spec says.
-function rejectDeadlocks (manager, on = true) {
-  const backend = backendOf(manager)
-  if (backend === undefined) throw new SafeTypeError("Failed to execute 'rejectDeadlocks': parameter 1 is not of type 'LockManager'.")
-  if (typeof on !== 'boolean') throw new SafeTypeError("Failed to execute 'rejectDeadlocks': parameter 2 is not a boolean.")
-  setReject(backend, on)
 }
 
 // This thread's agents of machine-wide managers, by file, shared by every
@@ -857,4 +805,4 @@ function postgresSchema (schema, layout = 0) {
   return schemaSQL(schema, layout)
 }
 
-module.exports = { locks, LockManager, Lock, rejectDeadlocks, ReleasableLock, monitorContention, openLockManager, postgresSchema }
+module.exports = { locks, LockManager, Lock, ReleasableLock, monitorContention, openLockManager, postgresSchema }

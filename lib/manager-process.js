@@ -79,7 +79,6 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
     agent,
     kind,
     native: true,
-    deadlocks: undefined, // its watch for deadlocks (deadlock.js), once on
     request (name, how, request) {
       try {
         ops.request(name, how)
