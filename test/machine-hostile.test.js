@@ -212,50 +212,40 @@ function pending(context, reason) {
     assert.deepEqual([r.signal, r.code, r.out], [null, 0, 'QuotaExceededError true\ntrue\nafter\nagain\n'], r.err);
   });
 
-  it('a file system that keeps no permission bits (vfat, WSL drvfs): the creator refuses with the reason and leaves no file', async function () {
-    if (!root) pending(this, 'a FUSE mount of its own needs root');
-    if (childProcess.spawnSync('bindfs', ['--version']).status !== 0) pending(this, 'bindfs (a FUSE file system that can fix the bits) is not installed');
+  // Opens a scope in a directory of a bindfs mount (a FUSE file system
+  // that can fix the bits or the owner it shows) with `how` as its options,
+  // in a mount and pid namespace that ends bindfs with the test's process:
+  // resolves with the outcome and what is left in the directory under it.
+  async function openOnBindfs(context, how, expected) {
+    if (!root) pending(context, 'a FUSE mount of its own needs root');
+    if (childProcess.spawnSync('bindfs', ['--version']).status !== 0) pending(context, 'bindfs is not installed');
     const probe = childProcess.spawnSync('unshare', ['--mount', '--pid', '--fork', 'true']);
-    if (probe.status !== 0) pending(this, 'no mount and pid namespace can be made here (unshare failed)');
-    const src = path.join(dir, 'fixed-src');
-    const mnt = path.join(dir, 'fixed');
-    fs.mkdirSync(src);
-    fs.mkdirSync(mnt);
-    // Every file shows 0755 and chmod does nothing, as on vfat mounted
-    // "quiet". The pid namespace ends bindfs with the test's process.
+    if (probe.status !== 0) pending(context, 'no mount and pid namespace can be made here (unshare failed)');
+    const src = fs.mkdtempSync(path.join(dir, 'bindfs-src-'));
+    const mnt = fs.mkdtempSync(path.join(dir, 'bindfs-'));
     const r = await runNode(`
       const { openLockManager } = require(PKG);
       openLockManager('fixed', { dir: DIR }).then(
         () => console.log('opened'),
-        (e) => console.log(e.code, e.message.includes('0755'), e.message.includes('file system')));`, {
+        (e) => console.log(e.code, e.message.includes(${JSON.stringify(expected)}), e.message.includes('file system')));`, {
       dir: mnt,
       prefix: ['unshare', '--mount', '--propagation', 'private', '--pid', '--fork', 'sh', '-c',
-        'bindfs -p 0755 --chmod-ignore "$0" "$1" && shift && exec "$@"', src, mnt],
+        `bindfs ${how} "$0" "$1" && shift && exec "$@"`, src, mnt],
     }).ended;
+    return { r, left: fs.readdirSync(src) };
+  }
+
+  it('a file system that keeps no permission bits (vfat, WSL drvfs): the creator refuses with the reason and leaves no file', async function () {
+    // Every file shows 0755 and chmod does nothing, as on vfat mounted "quiet".
+    const { r, left } = await openOnBindfs(this, '-p 0755 --chmod-ignore', '0755');
     assert.deepEqual([r.signal, r.code, r.out], [null, 0, 'EACCES true true\n'], r.err);
-    assert.deepEqual(fs.readdirSync(src), []);
+    assert.deepEqual(left, []);
   });
 
   it('a file system that gives files another owner (NFS root squash, an id mapping): the creator refuses with the reason and leaves no file', async function () {
-    if (!root) pending(this, 'a FUSE mount of its own needs root');
-    if (childProcess.spawnSync('bindfs', ['--version']).status !== 0) pending(this, 'bindfs (a FUSE file system that can force the owner) is not installed');
-    const probe = childProcess.spawnSync('unshare', ['--mount', '--pid', '--fork', 'true']);
-    if (probe.status !== 0) pending(this, 'no mount and pid namespace can be made here (unshare failed)');
-    const src = path.join(dir, 'owned-src');
-    const mnt = path.join(dir, 'owned');
-    fs.mkdirSync(src);
-    fs.mkdirSync(mnt);
-    const r = await runNode(`
-      const { openLockManager } = require(PKG);
-      openLockManager('owned', { dir: DIR }).then(
-        () => console.log('opened'),
-        (e) => console.log(e.code, e.message.includes('owner uid 65534'), e.message.includes('file system')));`, {
-      dir: mnt,
-      prefix: ['unshare', '--mount', '--propagation', 'private', '--pid', '--fork', 'sh', '-c',
-        'bindfs -u 65534 "$0" "$1" && shift && exec "$@"', src, mnt],
-    }).ended;
+    const { r, left } = await openOnBindfs(this, '-u 65534', 'owner uid 65534');
     assert.deepEqual([r.signal, r.code, r.out], [null, 0, 'EACCES true true\n'], r.err);
-    assert.deepEqual(fs.readdirSync(src), []);
+    assert.deepEqual(left, []);
   });
 
   it('a file found corrupt while locks are held and awaited: every request rejects with ECORRUPT, no error escapes, and the process ends by itself', async function () {
