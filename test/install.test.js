@@ -126,41 +126,33 @@ describe('WEB_LOCKS_NO_MACHINE at install', function () {
     }
   });
 
-  it('on Windows x64, where only the prebuilt binary can be had, fails at once with the reason, and starts nothing', function () {
-    if (process.platform === 'win32') this.skip(); // the shims are sh scripts
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-install-'));
-    try {
-      const bin = path.join(dir, 'bin');
-      fs.mkdirSync(bin);
-      for (const tool of ['node-gyp', 'node-gyp-build-test']) {
-        fs.writeFileSync(path.join(bin, tool), '#!/bin/sh\necho "$0 $*" >> "$WL_SHIM_LOG"\nexit 0\n', { mode: 0o755 });
-      }
-      const log = path.join(dir, 'log');
-      const script = `process.argv[1] = ${JSON.stringify(path.join(PKG, 'scripts', 'install.js'))}; require(process.argv[1])`;
-      for (const asked of [{ WEB_LOCKS_NO_MACHINE: '1' }, { WEB_LOCKS_OS: 'posix' }, { npm_config_build_from_source: 'true' }]) {
-        const r = runAs('win32', 'x64', script, { cwd: PKG, env: { PATH: bin, WL_SHIM_LOG: log, ...asked } });
-        assert.equal(r.status, 1, r.stdout + r.stderr);
-        assert.equal(r.stderr.trim(), unbuildable('win32', asked));
-        assert.match(r.stderr, new RegExp(`cannot be compiled on Windows.*${Object.keys(asked)[0]}`));
-        assert.equal(fs.existsSync(log), false, `nothing started for ${JSON.stringify(asked)}`);
-      }
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
-  it('on Windows x64, refuses exactly what would build from source: install.js and node-gyp-build read the variables, not unbuildable', function () {
-    // Each child_process call the installer makes is logged (and the
-    // process ends there): a build from source spawns node-gyp; the
-    // prebuilt binary's path execs node-gyp-build-test.
+  // The install script as on `platform`, with `env`: each child_process call
+  // the installer makes is logged (and the process ends there): a build
+  // from source spawns node-gyp; the prebuilt binary's path execs
+  // node-gyp-build-test.
+  function installLogged(platform, env) {
     const hook = `const cp = require('node:child_process');
       cp.spawn = (c, a) => { console.log('spawn', c, a.join(' ')); process.exit(0) };
       cp.exec = (c) => { console.log('exec', c); process.exit(0) };`;
     const script = `${hook}\nprocess.argv[1] = ${JSON.stringify(path.join(PKG, 'scripts', 'install.js'))}; require(process.argv[1])`;
+    return runAs(platform, 'x64', script, { cwd: PKG, env: { PATH: process.env.PATH, ...env } });
+  }
+
+  it('on Windows x64, where only the prebuilt binary can be had, fails at once with the reason, and starts nothing', function () {
+    for (const asked of [{ WEB_LOCKS_NO_MACHINE: '1' }, { WEB_LOCKS_OS: 'posix' }, { npm_config_build_from_source: 'true' }]) {
+      const r = installLogged('win32', asked);
+      assert.equal(r.status, 1, r.stdout + r.stderr);
+      assert.equal(r.stderr.trim(), unbuildable('win32', asked));
+      assert.match(r.stderr, new RegExp(`cannot be compiled on Windows.*${Object.keys(asked)[0]}`));
+      assert.equal(r.stdout, '', `nothing started for ${JSON.stringify(asked)}`);
+    }
+  });
+
+  it('on Windows x64, refuses exactly what would build from source: install.js and node-gyp-build read the variables, not unbuildable', function () {
     // Any non-empty value sets WEB_LOCKS_NO_MACHINE and WEB_LOCKS_OS
     // (install.js, binding.gyp), "false" included: a build, to refuse.
     for (const asked of [{ WEB_LOCKS_NO_MACHINE: 'false' }, { WEB_LOCKS_OS: 'false' }]) {
-      const r = runAs('win32', 'x64', script, { cwd: PKG, env: { PATH: process.env.PATH, ...asked } });
+      const r = installLogged('win32', asked);
       assert.doesNotMatch(r.stdout, /spawn/, `node-gyp started for ${JSON.stringify(asked)}`);
       assert.equal(r.status, 1, r.stdout + r.stderr);
     }
@@ -168,7 +160,7 @@ describe('WEB_LOCKS_NO_MACHINE at install', function () {
     // (npm install --build-from-source=sqlite3, for another package) takes
     // the prebuilt binary, and must not be refused.
     for (const value of ['sqlite3', '1', '0']) {
-      const r = runAs('win32', 'x64', script, { cwd: PKG, env: { PATH: process.env.PATH, npm_config_build_from_source: value } });
+      const r = installLogged('win32', { npm_config_build_from_source: value });
       assert.equal(r.stdout.trim(), 'exec node-gyp-build-test', `npm_config_build_from_source=${value}: ${r.stderr}`);
     }
   });
