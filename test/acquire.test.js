@@ -12,23 +12,14 @@ const diagnostics = require('node:diagnostics_channel');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { api, holdOn, only, rejects, isDOMException, scopeName, trackUnhandled, uniq } = require('./fixtures/util');
+const { api, holdOn, only, rejects, isDOMException, scopeName, trackUnhandled, uniq, HAS_AWAIT_USING } = require('./fixtures/util');
 const { postgres } = require('./fixtures/postgres');
 const { spawnScript, terminateAll } = require('./fixtures/agent');
 
 // `await using` where the running Node has it (24+). The blocks that use it
 // are in a fixture loaded only there: this file must parse on Node 18 to 22.
-const HAS_USING = (() => {
-  try {
-    // eslint-disable-next-line no-new-func
-    new Function('return async () => { await using x = null; }');
-    return true;
-  } catch {
-    return false;
-  }
-})();
-const using = HAS_USING ? require('./fixtures/using') : null;
-const NO_USING = HAS_USING ? '' : ` [skipped: Node ${process.version} has no \`await using\`]`;
+const using = HAS_AWAIT_USING ? require('./fixtures/using') : null;
+const NO_USING = HAS_AWAIT_USING ? '' : ` [skipped: Node ${process.version} has no \`await using\`]`;
 
 const abortError = isDOMException('AbortError');
 

@@ -25,7 +25,7 @@ const { execFile } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { PKG, packageDir } = require('./fixtures/util');
+const { PKG, packageDir, HAS_AWAIT_USING } = require('./fixtures/util');
 const { postgres } = require('./fixtures/postgres');
 
 const README = path.join(PKG, 'README.md');
@@ -52,15 +52,6 @@ function codeBlocks(text) {
   return blocks;
 }
 
-const HAS_AWAIT_USING = (() => {
-  try {
-    // eslint-disable-next-line no-new-func
-    new Function('return async () => { await using x = null; }');
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 function isModule(code) {
   return /^\s*(import\s*[\w{*'"]|export\s)/m.test(code);
