@@ -239,6 +239,21 @@ function linuxOnly(test, what) {
       assert.equal(out.trim(), 'true x');
     });
 
+    it("a private open by another user refuses root's file that root opened to every user (any user could write it)", async function () {
+      notOnWindows(this, 'permission bits');
+      if (process.getuid() !== 0 || !openToOthers(process.execPath) || !openToOthers(PKG)) this.skip();
+      const shared = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-rootfile-'));
+      fs.chmodSync(shared, 0o1777);
+      after(() => fs.rmSync(shared, { recursive: true, force: true }));
+      await (await openLockManager('everyone', { dir: shared, mode: 0o666 })).close();
+      assert.equal(fs.statSync(path.join(shared, 'web-locks.everyone')).uid, 0);
+      const script = `
+        require(${JSON.stringify(PKG)}).openLockManager('everyone', { dir: ${JSON.stringify(shared)} })
+          .then(async (m) => { console.log('opened'); await m.close(); }, (e) => console.log(e.code, e.message.includes('opened as private')));`;
+      const out = childProcess.execFileSync(process.execPath, ['-e', script], { uid: 65534, gid: 65534, encoding: 'utf8', timeout: 30000 });
+      assert.equal(out.trim(), 'EACCES true');
+    });
+
     it('a full manager rejects a request with a QuotaExceededError and changes nothing', async function () {
       const m = await open('full', { size: 8192 });
       const held = [];

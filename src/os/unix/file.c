@@ -170,15 +170,18 @@ int wl__os_file_publish(wl_manager_t *m, const char *path, char *err,
   return rc;
 }
 
-/* Owned by us (or root, who can write any file anyway: a process that
- * gave up root keeps the scopes it opened as root), or another user's file
+/* Owned by us (or by root and open to no other user: root can write any
+ * file anyway, and a process that gave up root keeps the scopes it opened
+ * as root; root's file that its bits open to others, any of them could
+ * write), or another user's file
  * that both that user (its permission bits) and we (the mode asked for: a
  * private scope trusts no other user, who could write anything in it) open
  * to others on purpose; and bits that let no user hold its locks without
  * being of the scope (WL__MODE_OK). */
 static int wl__check_owner(const char *path, const struct stat *st,
                            unsigned mode, char *err, size_t errlen) {
-  int foreign = st->st_uid != geteuid() && st->st_uid != 0;
+  int foreign = st->st_uid != geteuid() &&
+                !(st->st_uid == 0 && (st->st_mode & 0066) == 0);
 
   if (!S_ISREG(st->st_mode))
     return wl__say(err, errlen, WL_ECORRUPT, "%s is not a regular file",
