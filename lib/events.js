@@ -17,5 +17,9 @@ module.exports = Object.freeze({
   IO_ID: 1,
   IO_EVENTS: 2,
   IO_TOKEN_LO: 3,
-  IO_TOKEN_HI: 4
+  IO_TOKEN_HI: 4,
+  IO_SERIAL_LO: 5,
+  IO_SERIAL_HI: 6,
+  IO_PARENT_LO: 7,
+  IO_PARENT_HI: 8
 })

@@ -80,6 +80,10 @@ class LockRequest {
   grant = undefined
   token = 0 // the grant's fencing token: a Number, or a BigInt if a backend makes one
   trace = undefined // while it is traced (tracing.js)
+  // Its backend's number for it, and that of its agent's lock inside whose
+  // callback it was made, or 0 (deadlock.js).
+  serial = 0
+  parent = 0
 
   constructor (backend, name, options, callback) {
     this.backend = backend

@@ -102,13 +102,14 @@ function corruptError (file) {
 // the manager in agent.file, which every copy of lib/ on the thread shares
 // (openMachine); its errors are made in this copy's realm.
 function machineBackend (binding, agent) {
-  const { scopeRequest, release, abort, scopeQuery, close } = binding
+  const { scopeRequest, release, abort, scopeQuery, scopeDetails, close } = binding
   const { handle, file } = agent
   const backend = nativeBackend(binding, {
     request: (name, how) => scopeRequest(handle, name, how),
     release,
     abort,
     query: () => scopeQuery(handle),
+    details: () => scopeDetails(handle),
     close: () => close(handle),
     translate (error) {
       if (error !== null && typeof error === 'object' && error.code === 'ENOMEM') return quotaExceeded(file)

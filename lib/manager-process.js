@@ -5,8 +5,11 @@
 //
 // A backend is what the shim (index.js) needs of a manager:
 // - request(name, how, request): makes the request (how: the mode in bit 0,
-//   the flags above it, events.js), gives request.id a number, and returns
-//   whether the request is known to wait. It calls request.deliver(events)
+//   the flags above it, events.js) with request.parent (the serial of the
+//   agent's lock inside whose callback it was made, or 0: deadlock.js),
+//   gives request.id a number and request.serial its serial (a number that
+//   no other request of the agent has, below 2^53), and returns whether
+//   the request is known to wait. It calls request.deliver(events)
 //   later for a grant (request.token set first), a miss or a steal, or a
 //   failure of the manager (then backend.failure() is the error). A
 //   native backend files the request in the thread's table
@@ -19,6 +22,10 @@
 //   there; if it was granted meanwhile, the grant still comes (the shim
 //   then releases it). It never throws: it runs in an abort listener.
 // - forget(request): the request is done with (a miss, or dropped).
+// - details(): the same as query() (or a promise of it), each entry with
+//   its request's serial and parent, its process's pid, and for how long
+//   (ms) it has been held or pending (null where the manager keeps no
+//   times): for the watch for deadlocks and a look inside a scope.
 // - query(): { held, pending }, or a promise of it. A native backend's
 //   (native: true) is the addon's own objects, which the shim copies into
 //   its realm (snapshotInThisRealm): a scope's agent is shared by every
@@ -30,7 +37,7 @@
 //   while a PostgreSQL agent joins) and the scope (undefined for `locks`).
 // - kind: 'process', 'machine' or 'postgres'.
 
-const { IO_RESULT } = require('./events.js')
+const { IO_RESULT, IO_SERIAL_LO, IO_SERIAL_HI, IO_PARENT_LO, IO_PARENT_HI } = require('./events.js')
 const { PromiseResolve, ObjectDefineProperty, realmError } = require('./intrinsics.js')
 
 // The addon makes its objects in the realm that first loaded it (its
@@ -59,7 +66,7 @@ function snapshotInThisRealm (snapshot) {
 }
 
 // A backend on the core: the native calls `ops` ({ request(name, how),
-// release(id), abort(id), query(), close() if the agent can leave, and
+// release(id), abort(id), query(), details(), close() if the agent can leave, and
 // translate(error), which makes what the addon throws an error of this
 // copy's realm }) of the binding whose table and io the requests go
 // through, for `agent` (an agent of the thread: { closed, clientId }, and
@@ -80,6 +87,9 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
     kind,
     native: true,
     request (name, how, request) {
+      const parent = request.parent
+      io[IO_PARENT_LO] = parent % 0x100000000
+      io[IO_PARENT_HI] = parent / 0x100000000
       try {
         ops.request(name, how)
       } catch (error) {
@@ -89,6 +99,7 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
       const result = io[IO_RESULT]
       const id = result >>> 1
       request.id = id
+      request.serial = io[IO_SERIAL_HI] * 0x100000000 + io[IO_SERIAL_LO]
       requests[id] = request
       return (result & 1) === 0
     },
@@ -120,6 +131,13 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
         throw ops.translate(error)
       }
     },
+    details () {
+      try {
+        return ops.details()
+      } catch (error) {
+        throw ops.translate(error)
+      }
+    },
     close: undefined
   }
   if (ops.close !== undefined) {
@@ -140,8 +158,8 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
 }
 
 function processBackend (binding) {
-  const { request, release, abort, query } = binding
-  return nativeBackend(binding, { request, release, abort, query, translate: realmError }, agentOf(binding.clientId), 'process')
+  const { request, release, abort, query, details } = binding
+  return nativeBackend(binding, { request, release, abort, query, details, translate: realmError }, agentOf(binding.clientId), 'process')
 }
 
 module.exports = { agentOf, nativeBackend, processBackend, snapshotInThisRealm }

@@ -67,6 +67,7 @@ class Requests {
     const { backend } = this
     const record = new Record(request, name, how)
     request.id = this.nextId++
+    request.serial = request.id
     this.records.set(request.id, record)
     backend.refresh()
     // With a session, at once; else once one has joined.

@@ -309,7 +309,19 @@ static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
 
   if ((a = wlb__scope_args(env, info, 1, argv, &t, &h)) == NULL)
     return NULL;
-  return wlb__query(env, a->seg->m);
+  return wlb__query(env, a->seg->m, 0);
+}
+
+/* scopeDetails(handle) -> the same with each entry's details (query.c). */
+static napi_value wlb_scope_details(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  wlb_thread_t *t;
+  wlb_agent_t *a;
+  uint32_t h;
+
+  if ((a = wlb__scope_args(env, info, 1, argv, &t, &h)) == NULL)
+    return NULL;
+  return wlb__query(env, a->seg->m, 1);
 }
 
 /* machineFamily() -> which OS family's mechanism the build has:
@@ -329,6 +341,8 @@ size_t wlb__scope_props(wlb_thread_t *t, napi_property_descriptor *props) {
       {"admit", NULL, wlb_admit, NULL, NULL, NULL, napi_default, t},
       {"scopeRequest", NULL, wlb_scope_request, NULL, NULL, NULL, napi_default, t},
       {"scopeQuery", NULL, wlb_scope_query, NULL, NULL, NULL, napi_default, t},
+      {"scopeDetails", NULL, wlb_scope_details, NULL, NULL, NULL, napi_default,
+       t},
       {"close", NULL, wlb_close, NULL, NULL, NULL, napi_default, t},
       {"machineFamily", NULL, wlb_machine_family, NULL, NULL, NULL, napi_default, t},
   };

@@ -109,7 +109,12 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
 
 /* query() -> the snapshot of the whole process. */
 static napi_value wlb_query(napi_env env, napi_callback_info info) {
-  return wlb__query(env, wl_process());
+  return wlb__query(env, wl_process(), 0);
+}
+
+/* details() -> the same with each entry's details (query.c). */
+static napi_value wlb_details(napi_env env, napi_callback_info info) {
+  return wlb__query(env, wl_process(), 1);
 }
 
 /* hasRef() of the thread's async resource: whether a request waits, which
@@ -125,6 +130,8 @@ static napi_value wlb_has_ref(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* The thread's own functions, before the scopes' (machine.h). */
+#define WLB_THREAD_PROPS 6
 static napi_value wlb__define(napi_env env, napi_value exports,
                               wlb_thread_t *t) {
   napi_property_descriptor props[] = {
@@ -133,9 +140,11 @@ static napi_value wlb__define(napi_env env, napi_value exports,
       {"release", NULL, wlb_release, NULL, NULL, NULL, napi_default, t},
       {"abort", NULL, wlb_abort, NULL, NULL, NULL, napi_default, t},
       {"query", NULL, wlb_query, NULL, NULL, NULL, napi_default, t},
-      [5 + WLB_SCOPE_PROPS - 1] = {0},
+      {"details", NULL, wlb_details, NULL, NULL, NULL, napi_default, t},
+      [WLB_THREAD_PROPS + WLB_SCOPE_PROPS - 1] = {0},
   };
-  size_t n = 5 + wlb__scope_props(t, props + 5);
+  size_t n = WLB_THREAD_PROPS +
+             wlb__scope_props(t, props + WLB_THREAD_PROPS);
 
   WLB_CALL(env, napi_define_properties(env, exports, n, props));
   return exports;

@@ -5,11 +5,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <uv.h>
+
 /* Entries of one name share one JS string (names[i], made on first use):
  * a long name held or awaited many times is copied once. */
 static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
-                             napi_value modes[2], napi_value *names) {
+                             napi_value modes[2], napi_value *names,
+                             int details) {
   napi_value array, entry, value;
+  napi_value serial = NULL, parent = NULL, pid = NULL, elapsed = NULL;
+  uint64_t now = details ? uv_hrtime() / 1000 : 0;
   size_t i;
 
   WLB_CALL(env, napi_create_array_with_length(env, n, &array));
@@ -21,14 +26,30 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
                                              info->name_len, name));
     WLB_CALL(env, napi_create_string_latin1(env, info->client_id,
                                             info->client_id_len, &value));
+    if (details) {
+      /* Serials stay below 2^53; a time after now (the file was written
+       * before this boot: wl.h) gives no duration. */
+      WLB_CALL(env, napi_create_double(env, (double)info->serial, &serial));
+      WLB_CALL(env, napi_create_double(env, (double)info->parent, &parent));
+      WLB_CALL(env, napi_create_uint32(env, info->pid, &pid));
+      if (info->since == 0 || info->since > now)
+        WLB_CALL(env, napi_get_null(env, &elapsed));
+      else
+        WLB_CALL(env, napi_create_double(
+                          env, (double)(now - info->since) / 1000, &elapsed));
+    }
     {
       napi_property_descriptor props[] = {
           {"name", NULL, NULL, NULL, NULL, *name, WLB_DATA, NULL},
           {"mode", NULL, NULL, NULL, NULL, modes[info->mode], WLB_DATA, NULL},
           {"clientId", NULL, NULL, NULL, NULL, value, WLB_DATA, NULL},
+          {"serial", NULL, NULL, NULL, NULL, serial, WLB_DATA, NULL},
+          {"parent", NULL, NULL, NULL, NULL, parent, WLB_DATA, NULL},
+          {"pid", NULL, NULL, NULL, NULL, pid, WLB_DATA, NULL},
+          {"elapsed", NULL, NULL, NULL, NULL, elapsed, WLB_DATA, NULL},
       };
       WLB_CALL(env, napi_create_object(env, &entry));
-      WLB_CALL(env, napi_define_properties(env, entry, 3, props));
+      WLB_CALL(env, napi_define_properties(env, entry, details ? 7 : 3, props));
     }
     /* Defined, not set: an index setter that other code put on
      * Array.prototype would get the entry (napi_set_element is [[Set]]). */
@@ -43,8 +64,11 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
   return array;
 }
 
-/* { held, pending }: the snapshot of manager m. */
-napi_value wlb__query(napi_env env, wl_manager_t *m) {
+/* { held, pending }: the snapshot of manager m; with details, each entry
+ * also has its request's serial and its parent's (wl_request_t), its
+ * process's id, and for how long (ms) it has been pending or held, or null
+ * where the manager keeps no times (the process-wide one). */
+napi_value wlb__query(napi_env env, wl_manager_t *m, int details) {
   napi_value result = NULL, held, pending, modes[2], *names;
   wl_snapshot_t snap;
   int rc;
@@ -60,9 +84,10 @@ napi_value wlb__query(napi_env env, wl_manager_t *m) {
                                 &modes[WL_EXCLUSIVE]) == napi_ok &&
       napi_create_string_latin1(env, "shared", NAPI_AUTO_LENGTH,
                                 &modes[WL_SHARED]) == napi_ok &&
-      (held = wlb__infos(env, snap.held, snap.nheld, modes, names)) != NULL &&
-      (pending = wlb__infos(env, snap.pending, snap.npending, modes, names)) !=
-          NULL &&
+      (held = wlb__infos(env, snap.held, snap.nheld, modes, names,
+                          details)) != NULL &&
+      (pending = wlb__infos(env, snap.pending, snap.npending, modes, names,
+                             details)) != NULL &&
       napi_create_object(env, &result) == napi_ok &&
       napi_define_properties(
           env, result, 2,

@@ -6,7 +6,7 @@
 
 #include "../core/wl.h"
 
-/* { held, pending }, the snapshot of manager m. */
-napi_value wlb__query(napi_env env, wl_manager_t *m);
+/* { held, pending }, the snapshot of manager m (with details: query.c). */
+napi_value wlb__query(napi_env env, wl_manager_t *m, int details);
 
 #endif

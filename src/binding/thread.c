@@ -428,6 +428,7 @@ static int wlb__make(wlb_thread_t *t, wl_agent_t *agent, const char16_t *name,
 
   if (req == NULL)
     return WL_ENOMEM;
+  req->parent = (uint64_t)t->io[WLB_IO_PARENT_HI] << 32 | t->io[WLB_IO_PARENT_LO];
   rc = wl_request(agent, req, (const uint16_t *)name, len,
                   (wl_mode_t)(how & 1), how >> 1);
   if (rc < 0) {
@@ -439,6 +440,8 @@ static int wlb__make(wlb_thread_t *t, wl_agent_t *agent, const char16_t *name,
   if (t->waiting++ == 0)
     uv_ref((uv_handle_t *)&t->async);
   t->io[WLB_IO_RESULT] = wlb__id(req) * 2 + (rc == WL_GRANTED_AT_ONCE);
+  t->io[WLB_IO_SERIAL_LO] = (uint32_t)wl_request_serial(req);
+  t->io[WLB_IO_SERIAL_HI] = (uint32_t)(wl_request_serial(req) >> 32);
   return 0;
 }
 
@@ -463,7 +466,8 @@ napi_value wlb__request(napi_env env, wlb_thread_t *t, wl_agent_t *agent,
 }
 
 /* request(name, how) sets the io result to id * 2 + 1 if the lock was free,
- * id * 2 if the request waits (or misses). Validation is lib/'s; this
+ * id * 2 if the request waits (or misses), and the io serial to its serial;
+ * its parent is the io parent's. Validation is lib/'s; this
  * only refuses what would corrupt the manager. Either the request is made
  * and its result stored, or it throws and the core never saw it. */
 napi_value wlb_request(napi_env env, napi_callback_info info) {

@@ -15,14 +15,19 @@
 #define wlb__container_of(ptr, type, member)                                   \
   ((type *)((char *)(ptr) - offsetof(type, member)))
 
-/* The numbers in a thread's io array: a grant's fencing token goes as its
- * low and high 32 bits. */
+/* The numbers in a thread's io array: a grant's fencing token, a
+ * request's serial (out) and its parent's (in) go as their low and high 32
+ * bits. */
 enum {
   WLB_IO_RESULT,
   WLB_IO_ID,
   WLB_IO_EVENTS,
   WLB_IO_TOKEN_LO,
   WLB_IO_TOKEN_HI,
+  WLB_IO_SERIAL_LO,
+  WLB_IO_SERIAL_HI,
+  WLB_IO_PARENT_LO,
+  WLB_IO_PARENT_HI,
   WLB_IO
 };
 

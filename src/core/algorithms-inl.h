@@ -31,7 +31,22 @@ static int wl__done(wl_manager_t *m, int rc) {
 /* The next order key. Keys order a machine-wide manager's records for recovery
  * (core/recover.c); the process-wide manager is never recovered and stamps
  * none. (A grant's key is its token, which every manager gives.) */
-static uint64_t wl__stamp(wl_manager_t *m) { return ++WL__HDR(m)->stamp; }
+/* The next order key: a counter in the process-wide manager; in a
+ * machine-wide one the time in microseconds (wl__os_now), made greater
+ * than the last key, so that a request's keys say when it was made and
+ * granted (wl_info_t). Either way no key repeats: recovery keeps the last.
+ * (Microseconds since boot stay below 2^53 for 285 years.) */
+static uint64_t wl__stamp(wl_manager_t *m) {
+  uint64_t last = WL__HDR(m)->stamp, now = last + 1;
+
+  if (WL__MACHINE(m)) {
+    uint64_t t = wl__os_now() / 1000;
+    if (t > now)
+      now = t;
+  }
+  WL__HDR(m)->stamp = now;
+  return now;
+}
 
 /* How a record names its handle (`local`): in a machine-wide manager, by an
  * index into a table of the process's own, checked before use; in the
@@ -479,6 +494,7 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
 
   req->off = 0;
   req->token = 0;
+  req->serial = 0;
   if ((mode != WL_EXCLUSIVE && mode != WL_SHARED) ||
       (flags & ~(unsigned)(WL_IF_AVAILABLE | WL_STEAL)) != 0 ||
       ((flags & WL_STEAL) &&
@@ -507,6 +523,7 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
   rec->agent = agent->off;
   rec->local = WL__MACHINE(m) ? req->local : (uint64_t)(uintptr_t)req;
   rec->mode = (uint16_t)mode;
+  rec->parent = req->parent;
   req->off = r;
   req->gen = wl__block(m, r)->gen;
   n = wl__names_find(m, hash, name, name_len);
@@ -532,9 +549,8 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
   WL__FAULT("request-name");
   rec = REQ(m, r);
   rec->name = n;
-  if (WL__MACHINE(m))
-    rec->qkey = (flags & WL_STEAL) ? -(int64_t)wl__stamp(m)
-                                   : (int64_t)wl__stamp(m);
+  req->serial = wl__stamp(m);
+  rec->qkey = (flags & WL_STEAL) ? -(int64_t)req->serial : (int64_t)req->serial;
   WL__PUBLISH(rec->state, WL__QUEUED);
   WL__FAULT("request-queued");
   wl__list_append(m, AT(agent->off, wl__agent_t, queued),
@@ -681,6 +697,20 @@ static size_t wl__client_id_len(wl_manager_t *m, const wl__agent_t *agent) {
   return 0;
 }
 
+/* The process of an agent: this one for the process-wide manager; else
+ * what its owner's record says (0 if it has none), on Windows as its
+ * death watch keeps it (os/win/life.c). */
+static uint32_t wl__pid_of(wl_manager_t *m, const wl__agent_t *agent) {
+  wl_off_t o = agent->owner;
+
+  if (!WL__MACHINE(m))
+    return wl__os_pid();
+  WL__HIDE(o);
+  return o == 0 ? 0
+                : __atomic_load_n(&WL__REC(m, o, wl__owner_t)->pid,
+                                  __ATOMIC_RELAXED);
+}
+
 /* Room left in a snapshot's copy, as the first walk sized it. A shared
  * region may change between the walks (anyone who can write its file can
  * write it at any time): the second walk checks every entry, length and
@@ -720,6 +750,10 @@ static int wl__fill(wl_manager_t *m, wl__room_t *room, wl_off_t r,
   info->mode = req->mode == WL_SHARED ? WL_SHARED : WL_EXCLUSIVE;
   info->client_id = room->chars;
   info->client_id_len = id_len;
+  info->serial = (uint64_t)(req->qkey < 0 ? -req->qkey : req->qkey);
+  info->parent = req->parent;
+  info->since = !WL__MACHINE(m) ? 0 : held ? req->mkey : info->serial;
+  info->pid = wl__pid_of(m, agent);
   memcpy(room->chars, agent->client_id, id_len);
   room->chars += id_len;
   room->text -= id_len;

@@ -24,6 +24,8 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
 
 uint64_t wl_request_token(const wl_request_t *req) { return req->token; }
 
+uint64_t wl_request_serial(const wl_request_t *req) { return req->serial; }
+
 int wl_agent_status(const wl_agent_t *agent) {
   return agent->m->machine && wl__is_corrupt(agent->m) ? WL_ECORRUPT : 0;
 }

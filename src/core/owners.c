@@ -83,6 +83,10 @@ int wl__owner_open(wl_manager_t *m) {
 
   if (o == 0)
     return rc;
+#ifndef _WIN32
+  /* Windows keeps it with the proof of life (os/win/life.c). */
+  WL__REC(m, o, wl__owner_t)->pid = wl__os_pid();
+#endif
   /* Its watcher holds its life word before it joins the ring: an owner in
    * the ring whose word says no watcher is dead (wl__sweep). */
   if ((rc = wl__os_watch_start(m, WL__REC(m, o, wl__owner_t), wl_sweep)) !=

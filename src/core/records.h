@@ -48,6 +48,10 @@ typedef struct {
   wl__link_t link;   /* in the region's owners, or vacant records */
   wl__link_t agents; /* its agents */
   wl_off_t watch;    /* the owner whose life its watcher watches, or 0 */
+#ifndef _WIN32
+  uint32_t pid; /* its process's, shown in snapshots (never trusted) */
+  uint32_t pad;
+#endif
 #ifdef _WIN32
   /* Its process's identity, pid and creation time (0: none), which names
    * it to the death watch only: its proof of life is a byte lock
@@ -121,13 +125,18 @@ typedef struct {
   /* Its wl_request_t: an index into its agent's table (wl_agent_t.requests);
    * in the process-wide manager, the address. */
   uint64_t local;
-  /* Its stamp when made, negated for a steal: its place in its name's queue
-   * (a steal goes first), and as |qkey| in its agent's (request order). */
+  /* Its stamp when made (wl__stamp), negated for a steal: its place in its
+   * name's queue (a steal goes first), as |qkey| in its agent's (request
+   * order), and its serial (wl_request_serial). */
   int64_t qkey;
   /* Its fencing token: the manager's grant counter when it was granted,
    * so also its place in the held set (grant order); 0 until then. */
   uint64_t token;
-  uint64_t mkey; /* place in its agent's mail */
+  uint64_t mkey; /* place in its agent's mail (a stamp) */
+  /* The serial of its agent's lock inside whose hold it was made, or 0
+   * (wl_request_t.parent): shown in snapshots only, never trusted. Its size
+   * keeps the record in the 128-byte class, which has no room left. */
+  uint64_t parent;
   /* Not char-sized: a store through a char type may alias anything. */
   uint16_t mode;
   uint16_t state;
@@ -154,7 +163,7 @@ typedef struct {
   uint64_t used; /* bytes handed out so far, from the start */
   wl_off_t free[WL__NCLASSES];
   uint64_t seed;  /* of the names' hash, shared by every user of the region */
-  uint64_t stamp; /* the last order key handed out */
+  uint64_t stamp; /* the last order key handed out (wl__stamp) */
   /* The last fencing token handed out, one per grant. Released grants leave
    * no record to derive it from: recovery keeps it, and only raises it. */
   uint64_t grants;

@@ -65,7 +65,7 @@ enum {
 
 /* The layout of a manager's region and records, as written in a shared
  * manager's file: processes share a file only if they agree on it. */
-#define WL_LAYOUT 5
+#define WL_LAYOUT 6
 
 /* Whether this build has managers shared by processes (wl_scope_open and
  * the wake descriptors): they need Linux, and the build leaves them out
@@ -114,12 +114,18 @@ struct wl_agent_s {
 
 struct wl_request_s {
   void *data; /* the caller's */
+  /* The caller's, read by wl_request() and shown in snapshots: the serial
+   * (wl_request_serial) of its agent's lock inside whose hold the request
+   * was made, or 0. It is what tells one task waiting inside its own lock from
+   * two independent tasks of one agent (lib/deadlock.js). */
+  uint64_t parent;
   /* private */
   wl_agent_t *agent;
   wl_off_t off;   /* its record while it has one */
   uint32_t gen;   /* the record's generation when made */
   uint32_t local; /* its index in its agent's table while it has a record */
   uint64_t token; /* its fencing token, once its grant is taken */
+  uint64_t serial; /* wl_request_serial()'s */
 };
 
 typedef struct {
@@ -129,6 +135,13 @@ typedef struct {
   wl_mode_t mode;
   const char *client_id; /* not terminated */
   size_t client_id_len;
+  uint64_t serial; /* wl_request_serial()'s */
+  uint64_t parent; /* wl_request_t.parent */
+  /* A machine-wide manager's: when it was made (pending) or granted
+   * (held), in microseconds of the monotonic clock that every process of
+   * the machine reads alike (wl__os_now); 0 in the process-wide manager. */
+  uint64_t since;
+  uint32_t pid; /* its agent's process's id (0: unknown) */
 } wl_info_t;
 
 typedef struct {
@@ -245,6 +258,12 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
  * than its victims'. Valid once wl_agent_next() has returned the request's
  * WL_EV_GRANTED, until the handle is used for another request; 0 before. */
 uint64_t wl_request_token(const wl_request_t *req);
+
+/* The request's serial number, once wl_request() has returned 0 or
+ * WL_GRANTED_AT_ONCE, until the handle is used for another request: no
+ * other request of the manager has had or will have it (a crash may skip
+ * numbers, never repeat one), and it is below 2^53 (a JS number). */
+uint64_t wl_request_serial(const wl_request_t *req);
 
 /* Ends a request in whatever state it is: a held lock is released, a queued
  * request leaves its queue, undelivered mail is dropped. Returns 1 if it

@@ -61,6 +61,12 @@ void wl__os_discard(void *addr, uint64_t len);
 
 uint64_t wl__os_page_size(void);
 
+/* Nanoseconds of a monotonic clock that every process of the machine
+ * reads alike (not since any set point), never 0. */
+uint64_t wl__os_now(void);
+/* This process's id. */
+uint32_t wl__os_pid(void);
+
 /* Bits that differ from process to process and from run to run, to seed
  * the hash of names, which may come from untrusted input. */
 uint64_t wl__os_entropy(void);

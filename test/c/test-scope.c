@@ -170,8 +170,14 @@ static void test_bad_files(void) {
   m = tscope_open(path, SIZE);
   wl_scope_close(m);
   patch(8, &layout, sizeof(layout));
-  expect_open_fails(WL_ELAYOUT, "has web-locks layout 6; this version of "
-                                "web-locks uses layout 5");
+  {
+    char want[96];
+    snprintf(want, sizeof(want),
+             "has web-locks layout %u; this version of web-locks uses "
+             "layout %u",
+             (unsigned)WL_LAYOUT + 1, (unsigned)WL_LAYOUT);
+    expect_open_fails(WL_ELAYOUT, want);
+  }
 
   /* The ABI word (offset 12): the same sizes under another C library. */
   unlink(path);
@@ -335,6 +341,56 @@ static void test_made_under_a_temporary_name(void) {
   ASSERT_EQ(0, chdir(cwd));
 }
 
+static uint64_t monotonic_us(void) {
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* A scope's entries say when they were made (pending) or granted (held),
+ * on the machine's monotonic clock, and which process they are of. */
+static void test_snapshot_times(void) {
+  uint64_t t0, t1, t2, t3;
+  wl_manager_t *m;
+  wl_agent_t a, b;
+  wl_request_t held, waits;
+  wl_snapshot_t snap;
+  uint16_t x = 'x';
+
+  fresh_path();
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
+  ASSERT_EQ(0, wl_agent_init(m, &b, ID("b"), tignore_notify));
+  held.parent = waits.parent = 0;
+  t0 = monotonic_us();
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &held, &x, 1, WL_EXCLUSIVE, 0));
+  t1 = monotonic_us();
+  ASSERT_EQ(0, wl_request(&b, &waits, &x, 1, WL_EXCLUSIVE, 0));
+  t2 = monotonic_us();
+  ASSERT_EQ(0, wl_snapshot(m, &snap));
+  ASSERT_EQ(1, snap.nheld);
+  ASSERT_EQ(1, snap.npending);
+  ASSERT(snap.held[0].since >= t0 && snap.held[0].since <= t1 + 2);
+  ASSERT(snap.pending[0].since >= t1 && snap.pending[0].since <= t2 + 2);
+  ASSERT_EQ(wl_request_serial(&waits), snap.pending[0].serial);
+  ASSERT_EQ((uint32_t)getpid(), snap.held[0].pid);
+  ASSERT_EQ((uint32_t)getpid(), snap.pending[0].pid);
+  wl_snapshot_free(&snap);
+  /* Granted later: held since its grant, not its request. */
+  ASSERT_EQ(1, wl_release(&held));
+  t3 = monotonic_us();
+  ASSERT_EQ(0, wl_snapshot(m, &snap));
+  ASSERT_EQ(1, snap.nheld);
+  ASSERT(snap.held[0].since >= t2 && snap.held[0].since <= t3 + 2);
+  ASSERT_EQ(wl_request_serial(&waits), snap.held[0].serial);
+  wl_snapshot_free(&snap);
+  wl_agent_close(&a);
+  wl_agent_close(&b);
+  wl_scope_close(m);
+  unlink(path);
+}
+
 int main(void) {
   RUN(test_create_then_attach);
   RUN(test_across_a_fork);
@@ -343,5 +399,6 @@ int main(void) {
   RUN(test_foreign_file_never_written);
   RUN(test_hard_link_refused);
   RUN(test_made_under_a_temporary_name);
+  RUN(test_snapshot_times);
   return 0;
 }

@@ -2,6 +2,14 @@
  * queue order, names in first-use order. */
 #include "test.h"
 
+#ifdef _WIN32
+#include <windows.h>
+#define tpid() ((uint32_t)GetCurrentProcessId())
+#else
+#include <unistd.h>
+#define tpid() ((uint32_t)getpid())
+#endif
+
 static void test_empty(void) {
   wl_snapshot_t snap;
 
@@ -197,6 +205,40 @@ static void test_one_copy_per_name(void) {
   tagent_close(&b);
 }
 
+/* Each entry carries its request's id (wl_request_serial, one per request),
+ * the parent its caller gave, and its process; the process-wide manager
+ * keeps no times. */
+static void test_ids_and_parents(void) {
+  tagent_t a, b;
+  wl_request_t outer, inner, other;
+  wl_snapshot_t snap;
+
+  tagent_init(&a, ID("a"));
+  tagent_init(&b, ID("b"));
+  outer.parent = 0;
+  REQUEST(&a, &outer, "x", WL_EXCLUSIVE, 0);
+  inner.parent = wl_request_serial(&outer);
+  REQUEST(&a, &inner, "x", WL_SHARED, 0);
+  other.parent = 0;
+  REQUEST(&b, &other, "y", WL_EXCLUSIVE, 0);
+  ASSERT(wl_request_serial(&outer) != 0);
+  ASSERT(wl_request_serial(&inner) != wl_request_serial(&outer));
+  ASSERT(wl_request_serial(&other) != wl_request_serial(&inner));
+  ASSERT_EQ(0, wl_snapshot(wl_process(), &snap));
+  ASSERT_EQ(2, snap.nheld);
+  ASSERT_EQ(1, snap.npending);
+  ASSERT_EQ(wl_request_serial(&outer), snap.held[0].serial);
+  ASSERT_EQ(0, snap.held[0].parent);
+  ASSERT_EQ(wl_request_serial(&other), snap.held[1].serial);
+  ASSERT_EQ(wl_request_serial(&inner), snap.pending[0].serial);
+  ASSERT_EQ(wl_request_serial(&outer), snap.pending[0].parent);
+  ASSERT_EQ(tpid(), snap.pending[0].pid);
+  ASSERT_EQ(0, snap.pending[0].since);
+  wl_snapshot_free(&snap);
+  tagent_close(&a);
+  tagent_close(&b);
+}
+
 int main(void) {
   RUN(test_empty);
   RUN(test_contents);
@@ -206,5 +248,6 @@ int main(void) {
   RUN(test_odd_names);
   RUN(test_survives_state_changes);
   RUN(test_one_copy_per_name);
+  RUN(test_ids_and_parents);
   return 0;
 }

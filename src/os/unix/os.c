@@ -49,6 +49,15 @@ void wl__os_discard(void *addr, uint64_t len) {
 
 uint64_t wl__os_page_size(void) { return (uint64_t)sysconf(_SC_PAGESIZE); }
 
+uint64_t wl__os_now(void) {
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1;
+}
+
+uint32_t wl__os_pid(void) { return (uint32_t)getpid(); }
+
 uint64_t wl__os_entropy(void) {
   struct timespec ts;
 

@@ -71,6 +71,22 @@ uint64_t wl__os_page_size(void) {
   return si.dwPageSize;
 }
 
+/* The performance counter is the system's, alike in every process. */
+uint64_t wl__os_now(void) {
+  static LARGE_INTEGER freq;
+  LARGE_INTEGER now;
+  uint64_t f;
+
+  if (freq.QuadPart == 0)
+    QueryPerformanceFrequency(&freq);
+  f = (uint64_t)freq.QuadPart;
+  QueryPerformanceCounter(&now);
+  return (uint64_t)now.QuadPart / f * 1000000000u +
+         (uint64_t)now.QuadPart % f * 1000000000u / f + 1;
+}
+
+uint32_t wl__os_pid(void) { return (uint32_t)GetCurrentProcessId(); }
+
 uint64_t wl__os_entropy(void) {
   LARGE_INTEGER now;
 
