@@ -272,3 +272,32 @@ export interface LockRequestTrace {
   /** What the request's promise rejected with. */
   readonly error: unknown
 }
+
+/**
+ * One request of a deadlock: a cycle of waiting requests, each waiting for a
+ * lock held, or a request queued ahead, by the agent of the next.
+ */
+export interface DeadlockStep {
+  readonly name: string
+  readonly mode: LockMode
+  /** The agent whose request this is (as query() shows it). */
+  readonly clientId: string
+  /** The agent it waits for: the next step's. */
+  readonly waitsFor: string
+}
+
+/**
+ * What the `diagnostics_channel` channel `web-locks.deadlock` publishes, in
+ * every thread that has a request in a deadlock, once per deadlock.
+ */
+export interface DeadlockMessage {
+  readonly cycle: DeadlockStep[]
+}
+
+/**
+ * While `on` (default true), a deadlock through one of this thread's
+ * requests of `manager` rejects one request of it with a DOMException named
+ * OperationError, whose `cycle` names it. By default a deadlock is only
+ * published, and its requests wait, as the spec says.
+ */
+export declare function rejectDeadlocks (manager: LockManager, on?: boolean): void

@@ -7,7 +7,7 @@
 const fs = require('fs')
 const path = require('path')
 const { randomUUID } = require('crypto')
-const { SafeBigInt, SafeMap, SafeWeakSet } = require('./intrinsics.js')
+const { SafeBigInt, SafeMap, SafeSet, SafeWeakSet } = require('./intrinsics.js')
 const { unsupported } = require('./platform.js')
 const { IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI, EV_GRANTED } = require('./events.js')
 
@@ -94,4 +94,11 @@ function setUp () {
   Object.defineProperty(binding, 'requests', { value: table })
   Object.defineProperty(binding, 'polyfilled', { value: new SafeWeakSet() })
   Object.defineProperty(binding, 'scopes', { value: { open: new SafeMap(), exiting: false, exitHeard: new SafeWeakSet() } })
+  // The process-wide manager's agent of the thread, which every copy's
+  // backend shares (manager-process.js), and the watch for deadlocks'
+  // state (deadlock.js), whose looks run on the binding's timer.
+  Object.defineProperty(binding, 'processAgent', { value: { closed: false, clientId, scope: undefined, handle: undefined, file: undefined } })
+  const deadlocks = { __proto__: null, watches: new SafeSet(), published: new SafeMap(), rejecting: 0, frames: undefined, tick: undefined }
+  Object.defineProperty(binding, 'deadlocks', { value: deadlocks })
+  binding.setTick(function tick () { deadlocks.tick() })
 }

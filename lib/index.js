@@ -20,6 +20,7 @@ const {
   FinalizationRegistryPrototypeUnregister, domException, SafeTypeError, SafeBigInt, nodeSignalPrototype, addAbortListener
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
+const deadlock = require('./deadlock.js')
 const { machineTarget, openMachine, admitMachine, machineBackend } = require('./manager-machine.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./postgres/manager.js')
 const { MACHINE_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
@@ -84,6 +85,9 @@ class LockRequest {
   // callback it was made, or 0 (deadlock.js).
   serial = 0
   parent = 0
+  // WAITING: in its queue, watched for deadlocks; WITHDRAWN: rejected as
+  // part of one, its callback never to run (deadlock.js); else 0.
+  deadlock = 0
 
   constructor (backend, name, options, callback) {
     this.backend = backend
@@ -99,12 +103,20 @@ class LockRequest {
     if (this.diagnostics !== undefined) WeakMapPrototypeSet(queuedStarts, this.diagnostics, true)
   }
 
+  // A backend that learns only after request() returned that the request
+  // waits in its queue (the PostgreSQL one) says so then, for the watch for
+  // deadlocks.
+  waits () {
+    if (!this.settled && this.deadlock === 0) deadlock.waiting(this)
+  }
+
   deliver (events) {
     const grant = this.grant
     if (events & EV_FAILED) {
       this.drop(this.backend.failure())
       return
     }
+    if (this.deadlock === deadlock.WAITING) deadlock.waited(this)
     if (events & EV_GRANTED) {
       this.held = true
       this.grant = undefined
@@ -120,6 +132,11 @@ class LockRequest {
 
   run () {
     if (this.dropped) return
+    // Granted before the withdrawal reached the manager: let go unused.
+    if (this.deadlock === deadlock.WITHDRAWN) {
+      if (this.held) this.release()
+      return
+    }
     const { signal, signalOps } = this.options
     if (this.held && signal !== undefined) {
       unwatch(signal, this)
@@ -150,7 +167,8 @@ class LockRequest {
     let result
     try {
       const lock = this.held ? new Lock(kToken, this.name, this.options.mode, this.token) : null
-      result = this.trace === undefined ? callback(lock) : tracing.reach(this, callback, lock)
+      if (lock !== null && deadlock.watching()) result = deadlock.within(this, (l) => this.invoke(callback, l), lock)
+      else result = this.invoke(callback, lock)
     } catch (error) {
       // As a rejected waiting promise: released in a microtask, after those
       // the callback queued.
@@ -158,6 +176,10 @@ class LockRequest {
       return
     }
     this.wait(result)
+  }
+
+  invoke (callback, lock) {
+    return this.trace === undefined ? callback(lock) : tracing.reach(this, callback, lock)
   }
 
   // The spec's "resolve waiting with r", and the release upon its
@@ -235,6 +257,7 @@ class LockRequest {
   settle (ok, value, ending) {
     if (this.settled) return
     this.settled = true
+    if (this.deadlock === deadlock.WAITING) deadlock.waited(this)
     if (endChannel.hasSubscribers) {
       const { ifAvailable, steal } = this.options
       const payload = { name: this.name, mode: this.options.mode, ifAvailable, steal, error: ok ? undefined : value }
@@ -265,12 +288,25 @@ class LockRequest {
     this.settle(false, reason, ABORTED)
   }
 
+  // Part of a deadlock that this thread asked to reject (deadlock.js): as
+  // an abort, with the error naming the cycle.
+  withdraw (error) {
+    if (this.settled) return
+    deadlock.waited(this)
+    this.deadlock = deadlock.WITHDRAWN
+    this.backend.abort(this)
+    const { signal } = this.options
+    if (signal !== undefined) unwatch(signal, this)
+    this.settle(false, error, ABORTED)
+  }
+
   // Its manager was closed or found corrupt, or its agent ended (a
   // PostgreSQL session lost): the backend has dropped it (spec 2.6), so its
   // promise rejects, as after a steal, with an AbortError unless the backend
   // gives another error, and its callback never runs.
   drop (error) {
     this.backend.forget(this)
+    if (this.deadlock === deadlock.WAITING) deadlock.waited(this)
     this.dropped = true
     this.held = false
     const { signal } = this.options
@@ -479,6 +515,7 @@ function makeRequest (request) {
       watch(signal, request)
       if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
     }
+    if (deadlock.watching()) request.parent = deadlock.parentOf(backend.agent)
     queued = backend.request(name, (mode === 'shared' ? SHARED : 0) | (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0), request)
   } catch (error) {
     request.settled = true // never made: its abort steps must do nothing
@@ -487,9 +524,11 @@ function makeRequest (request) {
   }
   try {
     if (startChannel.hasSubscribers) publishStart(request, queued)
+    if (queued && !request.settled) deadlock.waiting(request)
   } catch {
     // Only a RangeError near the stack limit lands here (Node reports a
-    // subscriber's own errors itself); the request stands without its event.
+    // subscriber's own errors itself); the request stands without its event
+    // or its watch for deadlocks.
   }
   return promise
 }
@@ -556,8 +595,15 @@ function invalidState (method) {
   return domException(`Failed to execute '${method}' on 'LockManager': The lock manager was closed.`, 'InvalidStateError')
 }
 
+// A manager's backend, or undefined for anything else (set by the class).
+let backendOf
+
 class LockManager {
   #backend
+
+  static {
+    backendOf = (manager) => (manager !== null && typeof manager === 'object' && #backend in manager ? manager.#backend : undefined)
+  }
 
   constructor (token, backend) {
     if (token !== kToken) throw new SafeTypeError('Illegal constructor')
@@ -640,6 +686,18 @@ class LockManager {
       return PromiseReject(error)
     }
   }
+}
+
+// Not in the spec: rejectDeadlocks(manager, [on]). While on, a deadlock
+// through one of this thread's requests of `manager` (deadlock.js) rejects
+// one of them with an OperationError that names the cycle, as a test suite
+// wants; by default a deadlock is only published (web-locks.deadlock), and
+// its requests wait as the spec says.
+function rejectDeadlocks (manager, on = true) {
+  const backend = backendOf(manager)
+  if (backend === undefined) throw new SafeTypeError("Failed to execute 'rejectDeadlocks': parameter 1 is not of type 'LockManager'.")
+  if (typeof on !== 'boolean') throw new SafeTypeError("Failed to execute 'rejectDeadlocks': parameter 2 is not a boolean.")
+  deadlock.setReject(backend, on)
 }
 
 // This thread's agents of machine-wide managers, by file, shared by every
@@ -809,4 +867,4 @@ function postgresSchema (schema, layout = 0) {
   return schemaSQL(schema, layout)
 }
 
-module.exports = { locks, LockManager, Lock, ReleasableLock, monitorContention, openLockManager, postgresSchema }
+module.exports = { locks, LockManager, Lock, rejectDeadlocks, ReleasableLock, monitorContention, openLockManager, postgresSchema }

@@ -4,5 +4,5 @@
 // of lib/index.js is listed here (test/esm.test.js checks that).
 import webLocks from './index.js'
 
-export const { locks, LockManager, Lock, ReleasableLock, monitorContention, openLockManager, postgresSchema } = webLocks
+export const { locks, LockManager, Lock, ReleasableLock, monitorContention, openLockManager, postgresSchema, rejectDeadlocks } = webLocks
 export default webLocks

@@ -159,7 +159,7 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
 
 function processBackend (binding) {
   const { request, release, abort, query, details } = binding
-  return nativeBackend(binding, { request, release, abort, query, details, translate: realmError }, agentOf(binding.clientId), 'process')
+  return nativeBackend(binding, { request, release, abort, query, details, translate: realmError }, binding.processAgent, 'process')
 }
 
 module.exports = { agentOf, nativeBackend, processBackend, snapshotInThisRealm }

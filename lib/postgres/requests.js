@@ -100,8 +100,12 @@ class Requests {
       if (token === null) {
         request.deliver(EV_UNAVAILABLE)
       } else if (token === '0') {
-        if (record.grantedEarly === null) record.state = 'queued'
-        else this.granted(record, record.grantedEarly, true)
+        if (record.grantedEarly === null) {
+          record.state = 'queued'
+          request.waits()
+        } else {
+          this.granted(record, record.grantedEarly, true)
+        }
       } else {
         record.inRow = inRow
         this.granted(record, token, false)

@@ -25,6 +25,9 @@ static void wlb__drop_js(wlb_thread_t *t) {
     t->dispatch = NULL;
   if (t->io_ref != NULL && napi_delete_reference(env, t->io_ref) != napi_ok)
     t->io_ref = NULL;
+  if (t->tick_fn != NULL)
+    napi_delete_reference(env, t->tick_fn);
+  t->tick_fn = NULL;
   if (napi_delete_reference(env, t->exports) != napi_ok)
     t->exports = NULL;
   if (napi_async_destroy(env, t->actx) != napi_ok)
@@ -131,7 +134,7 @@ static napi_value wlb_has_ref(napi_env env, napi_callback_info info) {
 }
 
 /* The thread's own functions, before the scopes' (machine.h). */
-#define WLB_THREAD_PROPS 6
+#define WLB_THREAD_PROPS 8
 static napi_value wlb__define(napi_env env, napi_value exports,
                               wlb_thread_t *t) {
   napi_property_descriptor props[] = {
@@ -141,6 +144,8 @@ static napi_value wlb__define(napi_env env, napi_value exports,
       {"abort", NULL, wlb_abort, NULL, NULL, NULL, napi_default, t},
       {"query", NULL, wlb_query, NULL, NULL, NULL, napi_default, t},
       {"details", NULL, wlb_details, NULL, NULL, NULL, napi_default, t},
+      {"setTick", NULL, wlb_set_tick, NULL, NULL, NULL, napi_default, t},
+      {"tickIn", NULL, wlb_tick_in, NULL, NULL, NULL, napi_default, t},
       [WLB_THREAD_PROPS + WLB_SCOPE_PROPS - 1] = {0},
   };
   size_t n = WLB_THREAD_PROPS +

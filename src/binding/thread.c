@@ -349,9 +349,10 @@ int wlb__thread_init(wlb_thread_t *t) {
   uv_idle_init(t->loop, &t->idle);
   uv_prepare_init(t->loop, &t->prepare);
   uv_timer_init(t->loop, &t->quiet);
+  uv_timer_init(t->loop, &t->tick);
   t->async.data = t->check.data = t->idle.data = t->prepare.data = t;
-  t->quiet.data = t;
-  t->open_handles = 5;
+  t->quiet.data = t->tick.data = t;
+  t->open_handles = 6;
   /* Only pending requests keep the loop alive (see wlb_request). */
   uv_unref((uv_handle_t *)&t->async);
   uv_unref((uv_handle_t *)&t->prepare);
@@ -375,6 +376,73 @@ void wlb__thread_close(wlb_thread_t *t) {
   uv_close((uv_handle_t *)&t->idle, wlb__on_close);
   uv_close((uv_handle_t *)&t->prepare, wlb__on_close);
   uv_close((uv_handle_t *)&t->quiet, wlb__on_close);
+  uv_close((uv_handle_t *)&t->tick, wlb__on_close);
+}
+
+/* The tick fires: lib/'s function runs, as a delivery does. */
+static void wlb__on_tick(uv_timer_t *tick) {
+  wlb_thread_t *t = wlb__container_of(tick, wlb_thread_t, tick);
+  napi_env env = t->env;
+  napi_handle_scope scope;
+  napi_value fn;
+  bool pending = false;
+
+  if (t->tick_fn == NULL || napi_open_handle_scope(env, &scope) != napi_ok)
+    return;
+  if (napi_get_reference_value(env, t->tick_fn, &fn) == napi_ok &&
+      fn != NULL &&
+      napi_make_callback(env, t->actx, fn, fn, 0, NULL, NULL) != napi_ok &&
+      napi_is_exception_pending(env, &pending) == napi_ok && pending) {
+    napi_value error;
+    if (napi_get_and_clear_last_exception(env, &error) == napi_ok)
+      napi_fatal_exception(env, error);
+  }
+  napi_close_handle_scope(env, scope);
+}
+
+/* setTick(fn): the function the thread's tick calls (once per thread, by
+ * lib/binding.js). */
+napi_value wlb_set_tick(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  wlb_thread_t *t;
+
+  if (wlb__args(env, info, 1, argv, &t) != 0)
+    return NULL;
+  if (t->tick_fn != NULL) {
+    napi_throw_error(env, NULL, "web-locks: tick already set");
+    return NULL;
+  }
+  WLB_CALL(env, napi_create_reference(env, argv[0], 1, &t->tick_fn));
+  return NULL;
+}
+
+/* tickIn(ms, ref): the tick fires in ms milliseconds, or sooner if it was
+ * due sooner already; ref: it keeps the loop alive until then (else as it
+ * was). A negative ms stops it. */
+napi_value wlb_tick_in(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  wlb_thread_t *t;
+  int32_t ms;
+  bool ref;
+
+  if (wlb__args(env, info, 2, argv, &t) != 0)
+    return NULL;
+  WLB_CALL(env, napi_get_value_int32(env, argv[0], &ms));
+  WLB_CALL(env, napi_get_value_bool(env, argv[1], &ref));
+  if (ms < 0) {
+    uv_timer_stop(&t->tick);
+    return NULL;
+  }
+  uv_update_time(t->loop); /* the loop's time is that of its last wake */
+  if (!uv_is_active((uv_handle_t *)&t->tick) ||
+      uv_timer_get_due_in(&t->tick) > (uint64_t)ms) {
+    if (!uv_is_active((uv_handle_t *)&t->tick))
+      uv_unref((uv_handle_t *)&t->tick);
+    uv_timer_start(&t->tick, wlb__on_tick, (uint64_t)ms, 0);
+  }
+  if (ref)
+    uv_ref((uv_handle_t *)&t->tick);
+  return NULL;
 }
 
 static wl_request_t *wlb__req_arg(napi_env env, wlb_thread_t *t,

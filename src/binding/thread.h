@@ -74,6 +74,10 @@ struct wlb_thread_s {
   uv_idle_t idle;   /* keeps that poll phase from blocking meanwhile */
   uv_prepare_t prepare; /* sees the loop about to wait (wlb__on_prepare) */
   uv_timer_t quiet;     /* then asks whether it is stuck (wlb__on_quiet) */
+  /* lib/'s own timer (tickIn()): the loop's, which no fake timers that a
+   * test installs in JS can stop (lib/deadlock.js). */
+  uv_timer_t tick;
+  napi_ref tick_fn; /* JS () => void, set by setTick() */
   int open_handles;
   napi_env env;
   napi_ref exports;  /* returned again if this thread loads the addon twice */
@@ -109,6 +113,10 @@ int wlb__thread_init(wlb_thread_t *t);
 void wlb__thread_close(wlb_thread_t *t);
 void wlb__closed(wlb_thread_t *t);
 void wlb__stuck_check_start(wlb_thread_t *t);
+
+/* setTick(fn) and tickIn(ms, ref): lib/'s timer of the thread. */
+napi_value wlb_set_tick(napi_env env, napi_callback_info info);
+napi_value wlb_tick_in(napi_env env, napi_callback_info info);
 
 /* The agents' notify callback (wl_agent_init), and the delivery of their
  * mailboxes. */

@@ -1,7 +1,7 @@
 // Must NOT compile. Each line that must fail ends with `// error TSxxxx`
 // (one or more codes); scripts/test-types.js checks that tsc reports exactly
 // these errors, on these lines, and no other.
-import { locks, Lock, LockManager, openLockManager, ReleasableLock } from 'web-locks'
+import { locks, Lock, LockManager, openLockManager, ReleasableLock, rejectDeadlocks } from 'web-locks'
 import type { LockOptions, LockManagerSnapshot, LockRequestTrace } from 'web-locks'
 import { installed } from 'web-locks/polyfill'
 
@@ -65,6 +65,10 @@ export async function misuse (): Promise<void> {
   await maybe.release() // error TS18047
   const notReleasable: ReleasableLock = await locks.request('a', (lock) => lock!) // error TS2739
   void released, notReleasable
+  // rejectDeadlocks takes a LockManager, and a boolean.
+  rejectDeadlocks({}) // error TS2739
+  rejectDeadlocks(locks, 'yes') // error TS2345
+
   // The tracing channel's context: read-only, its manager one of three.
   const traced = {} as LockRequestTrace
   traced.granted = true // error TS2540

@@ -2,8 +2,8 @@
 // of the package from a CommonJS module, through the "require" condition.
 // No global of lib.dom or @types/node is used (tsconfig.bare.json has none):
 // the ok-<env>.ts files pass real AbortSignals.
-import { locks, Lock, LockManager, ReleasableLock } from 'web-locks'
-import type { AbortSignalLike, LockGrantedCallback, LockInfo, LockManagerSnapshot, LockMode, LockOptions, LockRequestTrace } from 'web-locks'
+import { locks, Lock, LockManager, ReleasableLock, rejectDeadlocks } from 'web-locks'
+import type { AbortSignalLike, DeadlockMessage, LockGrantedCallback, LockInfo, LockManagerSnapshot, LockMode, LockOptions, LockRequestTrace } from 'web-locks'
 import { installed } from 'web-locks/polyfill'
 import { installed as forced } from 'web-locks/polyfill/force'
 import webLocks = require('web-locks')
@@ -126,4 +126,11 @@ export function traced (request: LockRequestTrace): string {
   const flags: boolean[] = [request.ifAvailable, request.steal, request.signal]
   const ids: Array<string | undefined> = [request.name, request.scope, request.clientId]
   return `${manager} ${granted} ${waitMs} ${token} ${mode} ${flags} ${ids} ${request.result} ${request.error}`
+}
+
+// Deadlocks: the channel's message, and the opt-in rejection.
+export function deadlocks (message: DeadlockMessage): string[] {
+  rejectDeadlocks(locks)
+  rejectDeadlocks(locks, false)
+  return message.cycle.map((step) => `${step.name} ${step.mode} ${step.clientId} -> ${step.waitsFor}`)
 }
