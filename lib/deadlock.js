@@ -154,8 +154,12 @@ function shortestCycle (succ, comp, from) {
 }
 
 // The cycles of a manager's details() through the pending requests of the
-// agent `clientId` (every cycle if it is undefined): for each such request
-// on a cycle, the shortest one, once. Each is { key, cycle, mine, lead }:
+// agent `clientId` (every cycle if it is undefined). Of each strongly
+// connected component with a cycle through one of them, the shortest cycle
+// through each of its pending requests (from the first of its successors
+// on a tie), those that have one of the agent's: so every agent of a
+// cycle, looking at the same state, names the same cycles, and each of its
+// requests on a cycle is on one it names. Each is { key, cycle, mine, lead }:
 // key names the cycle whoever finds it (its pending requests' node keys,
 // sorted); cycle lists its pending requests in order, each { name, mode,
 // clientId, waitsFor }, from the least by key (its lead); mine, the serials
@@ -167,14 +171,19 @@ function findDeadlocks (snapshot, clientId) {
   const comp = components(succ)
   const size = new Map()
   for (let v = 0; v < succ.length; v++) size.set(comp[v], (size.get(comp[v]) || 0) + 1)
-  // The agent of a node; a hub's is that of the holder it led to.
-  const found = new Map()
+  // The components with a cycle through a pending request of the agent.
+  const cyclic = new Set()
   for (let i = 0; i < P; i++) {
     if (clientId !== undefined && pending[i].clientId !== clientId) continue
-    if (size.get(comp[i]) === 1 && !succ[i].includes(i)) continue
+    if (size.get(comp[i]) > 1) cyclic.add(comp[i])
+  }
+  const found = new Map()
+  for (let i = 0; i < P; i++) {
+    if (!cyclic.has(comp[i])) continue
     const path = shortestCycle(succ, comp, i)
     if (path === null) continue
     const members = path.filter((v) => v < P)
+    if (clientId !== undefined && !members.some((v) => pending[v].clientId === clientId)) continue
     const keys = members.map((v) => keyOf(pending[v].clientId, pending[v].serial))
     const key = [...keys].sort().join('\n\n')
     if (found.has(key)) continue
@@ -201,7 +210,6 @@ function findDeadlocks (snapshot, clientId) {
   }
   return [...found.values()]
 }
-
 
 // The watch. A thread tracks what the graph needs (each request's parent:
 // the lock inside whose callback it was made, through an

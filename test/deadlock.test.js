@@ -309,3 +309,40 @@ describe('rejectDeadlocks()', function () {
     rejectDeadlocks(locks, false);
   });
 });
+
+describe('the deadlock watch, whatever the thread does with timers', function () {
+  this.timeout(20000);
+  const run = (script, env = {}) => new Promise((resolve) => {
+    childProcess.execFile(process.execPath, ['-e', script], { timeout: 10000, env: Object.assign({}, process.env, env) },
+      (error, stdout, stderr) => resolve({ code: error ? error.code : 0, stdout: stdout.trim(), stderr }));
+  });
+
+  // Fake timers installed before the package loads (vitest's
+  // vi.useFakeTimers() in a setup file) replace the `timers` module's
+  // functions too: the looks run on the addon's timer, which they cannot stop.
+  it('rejects a deadlock under fake timers installed before the package loaded', async function () {
+    const script = `
+      const FakeTimers = require('@sinonjs/fake-timers');
+      FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'Date', 'performance', 'hrtime'] });
+      const { locks, rejectDeadlocks } = require(${JSON.stringify(PKG)});
+      rejectDeadlocks(locks);
+      locks.request('z', () => locks.request('z', () => 'granted').catch((e) => e.name)).then((outcome) => console.log(outcome));
+    `;
+    const { stdout, stderr } = await run(script);
+    assert.equal(stdout, 'OperationError', stderr);
+  });
+
+  // Nothing on the thread listens or asked: WEB_LOCKS_DEADLOCKS=reject in
+  // the environment makes every thread watch and reject.
+  it('WEB_LOCKS_DEADLOCKS=reject makes a thread that did nothing else reject its deadlock; unset, it waits', async function () {
+    const script = `
+      const { locks } = require(${JSON.stringify(PKG)});
+      const helper = new AbortController();
+      setTimeout(() => helper.abort(), 1500).unref();
+      locks.request('z', () => locks.request('z', { signal: helper.signal }, () => 'granted').catch((e) => e.name)).then((outcome) => console.log(outcome));
+    `;
+    assert.equal((await run(script, { WEB_LOCKS_DEADLOCKS: 'reject' })).stdout, 'OperationError');
+    assert.equal((await run(script, { WEB_LOCKS_DEADLOCKS: '' })).stdout, '');
+  });
+});
+
