@@ -159,10 +159,12 @@ function shortestCycle (succ, comp, from) {
 // through each of its pending requests (from the first of its successors
 // on a tie), those that have one of the agent's: so every agent of a
 // cycle, looking at the same state, names the same cycles, and each of its
-// requests on a cycle is on one it names. Each is { key, cycle, mine, lead }:
+// requests on a cycle is on one it names. Each is { key, cycle, requests,
+// mine, lead }:
 // key names the cycle whoever finds it (its pending requests' node keys,
 // sorted); cycle lists its pending requests in order, each { name, mode,
-// clientId, waitsFor }, from the least by key (its lead); mine, the serials
+// clientId, waitsFor }, from the least by key (its lead), and requests the
+// same as { clientId, serial }; mine, the serials
 // of `clientId`'s requests in it; lead, the lead's serial if it is one of
 // them, else undefined.
 function findDeadlocks (snapshot, clientId) {
@@ -194,9 +196,11 @@ function findDeadlocks (snapshot, clientId) {
     const start = path.indexOf(members[first])
     const rotated = [...path.slice(start), ...path.slice(0, start)]
     const cycle = []
+    const requests = []
     for (let k = 0; k < rotated.length; k++) {
       const v = rotated[k]
       if (v >= P) continue
+      requests.push({ clientId: pending[v].clientId, serial: pending[v].serial })
       // What it waits for: the next request or lock on the path (past a hub).
       let w = rotated[(k + 1) % rotated.length]
       for (let s = k + 2; w >= P + held.length; s++) w = rotated[s % rotated.length]
@@ -206,7 +210,7 @@ function findDeadlocks (snapshot, clientId) {
     }
     const mine = members.filter((v) => pending[v].clientId === clientId).map((v) => pending[v].serial)
     const lead = pending[members[first]].clientId === clientId ? pending[members[first]].serial : undefined
-    found.set(key, { key, cycle, mine, lead })
+    found.set(key, { key, cycle, requests, mine, lead })
   }
   return [...found.values()]
 }
