@@ -29,7 +29,7 @@ const BUN = '@oven/bun-linux-x64@1.4'
 const DENO = '@deno/linux-x64-glibc@2'
 const SUITES = ['request', 'threads', 'steal', 'signal', 'query', 'keep-alive', 'thread-end', 'polyfill', 'esm', 'names',
   'validation', 'callback', 'classes', 'async-context', 'diagnostics', 'if-available', 'bad-input', 'token', 'abort-event', 'bun',
-  'machine', 'machine-hostile', 'machine-full-crash', 'environment', 'acquire', 'tracing']
+  'machine', 'machine-hostile', 'machine-full-crash', 'environment', 'acquire', 'tracing', 'deadlock', 'deadlock-edges', 'deadlock-model', 'deadlock-workload']
 
 function fail (message) {
   console.error(`test-runtimes: ${message}`)

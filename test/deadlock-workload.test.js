@@ -248,7 +248,8 @@ for (const setup of SETUPS) {
     });
 
     it(`reports every cycle to each of its agents once, and no false one, in ${WORKLOADS} workloads`, async function () {
-      const base = Number(process.env.WEB_LOCKS_TEST_SEED) || Date.now() % 1000000;
+      // Fixed by default: how many workloads deadlock is then known.
+      const base = Number(process.env.WEB_LOCKS_TEST_SEED) || 1;
       let deadlocked = 0;
       let clean = 0;
       for (let run = 0; run < WORKLOADS; run++) {
@@ -332,7 +333,8 @@ for (const setup of SETUPS) {
         }
         for (const a of agents) a.messages.length = 0;
       }
-      assert.ok(deadlocked >= 3 && clean >= 3, `the workloads had ${deadlocked} deadlocks and ${clean} without: too few of one`);
+      const least = Math.max(1, Math.floor(WORKLOADS / 8));
+      assert.ok(deadlocked >= least && clean >= least, `the workloads had ${deadlocked} deadlocks and ${clean} without: too few of one`);
     });
   });
 }

@@ -1,6 +1,7 @@
 'use strict';
-// Review of issue 27 (lib/deadlock.js): what the watch calls a deadlock,
-// and what it misses. Each test here FAILS on de6488f.
+// What the deadlock watch (lib/deadlock.js) calls a deadlock,
+// and what it misses, as its first design's review found them: each test
+// here failed on that design (one agent taken as one task).
 const assert = require('node:assert/strict');
 const diagnostics = require('node:diagnostics_channel');
 const { Worker } = require('node:worker_threads');
@@ -37,7 +38,7 @@ async function contention() {
   return Promise.all([first, second]);
 }
 
-describe('review 27: what the deadlock watch calls a deadlock', function () {
+describe('deadlocks: what the deadlock watch calls a deadlock', function () {
   this.timeout(20000);
   afterEach(() => rejectDeadlocks(locks, false));
 
@@ -104,7 +105,7 @@ describe('review 27: what the deadlock watch calls a deadlock', function () {
   });
 });
 
-describe('review 27: a deadlock that forms again', function () {
+describe('deadlocks: a deadlock that forms again', function () {
   this.timeout(20000);
 
   // A subscriber that breaks the deadlock it hears of at once (an abort in
@@ -140,7 +141,7 @@ describe('review 27: a deadlock that forms again', function () {
   });
 });
 
-describe('review 27: the watch and the keep-alive rule', function () {
+describe('deadlocks: the watch and the keep-alive rule', function () {
   this.timeout(20000);
 
   // The first look of a request that starts to wait is meant to be on a
@@ -177,7 +178,7 @@ describe('review 27: the watch and the keep-alive rule', function () {
   });
 });
 
-describe('review 27: a PostgreSQL manager closed during a look', function () {
+describe('deadlocks: a PostgreSQL manager closed during a look', function () {
   this.timeout(30000);
   before(function () { this.skip(); }); // the PostgreSQL manager gives no details() yet
 
@@ -221,7 +222,7 @@ describe('review 27: a PostgreSQL manager closed during a look', function () {
   });
 });
 
-describe('review 27: a PostgreSQL deadlock broken while a look is on its way', function () {
+describe('deadlocks: a PostgreSQL deadlock broken while a look is on its way', function () {
   this.timeout(30000);
   before(function () { this.skip(); }); // the PostgreSQL manager gives no details() yet
 
