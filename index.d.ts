@@ -288,7 +288,10 @@ export interface DeadlockStep {
 
 /**
  * What the `diagnostics_channel` channel `web-locks.deadlock` publishes, in
- * every thread that has a request in a deadlock, once per deadlock.
+ * every thread that has a request in a deadlock, once per deadlock. A thread
+ * watches while it has a subscriber there, or called `rejectDeadlocks`, or
+ * `WEB_LOCKS_DEADLOCKS` is `watch` or `reject` in its environment; a cycle is
+ * found when each of its threads watched as its requests were made.
  */
 export interface DeadlockMessage {
   readonly cycle: DeadlockStep[]
