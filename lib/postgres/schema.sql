@@ -459,7 +459,6 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     ORDER BY l.token IS NULL, l.token, n.id, l.id
 $$;
 
-
 -- The snapshot with what the watch for deadlocks and a look inside the
 -- scope need (migrations/004-details.sql): each entry's agent, its
 -- request's local id (serial) and parent's, its agent's client process,
@@ -476,8 +475,8 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
       CASE WHEN l.in_row AND a.client_pid IS NULL THEN 0 ELSE coalesce(l.parent, 0) END,
       a.client_pid, a.client_host,
       CASE WHEN l.in_row AND a.client_pid IS NULL THEN NULL
-        WHEN l.since > statement_timestamp() THEN 0
-        ELSE (extract(epoch FROM statement_timestamp() - l.since) * 1000)::double precision END
+        WHEN l.since > pg_catalog.statement_timestamp() THEN 0
+        ELSE (extract(epoch FROM pg_catalog.statement_timestamp() - l.since) * 1000)::double precision END
     FROM (SELECT name_id, agent, id, shared, token, local_id, parent, since, false AS in_row FROM @schema@.requests
       UNION ALL
       SELECT id, holder_agent, holder_token, holder_shared, holder_token, holder_local, holder_parent, holder_since, true
