@@ -213,6 +213,69 @@ function nextLine(child) {
   });
 });
 
+describe('web-locks inspect --postgres', function () {
+  this.timeout(30000);
+  const schema = `wl_inspect_${process.pid}`;
+  let url;
+  let admin;
+  const opened = [];
+
+  before(async function () {
+    const { postgres } = require('./fixtures/postgres');
+    const pg = require('pg');
+    ({ url } = await postgres());
+    admin = new pg.Client(url);
+    await admin.connect();
+  });
+  after(async function () {
+    for (const m of opened.splice(0)) await m.close();
+    if (admin) {
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await admin.end();
+    }
+  });
+
+  function inspect(...args) {
+    return new Promise((resolve) => {
+      childProcess.execFile(process.execPath, [CLI, 'inspect', ...args], { timeout: 20000 }, (error, stdout, stderr) => {
+        resolve({ stdout, stderr, code: error ? (error.code ?? error.signal) : 0 });
+      });
+    });
+  }
+
+  it('shows a PostgreSQL scope\'s holder and waiter, each with its host, alive', async function () {
+    const { openLockManager } = require(PKG);
+    const scope = scopeName('inspect-pg');
+    const a = await openLockManager(scope, { postgres: url, schema });
+    const b = await openLockManager(scope, { postgres: url, schema });
+    opened.push(a, b);
+    let release;
+    const granted = new Promise((resolve) => {
+      a.request('x', () => { resolve(); return new Promise((r) => { release = r; }); });
+    });
+    await granted;
+    const waiting = b.request('x', () => {});
+    await b.query();
+    const { stdout, stderr, code } = await inspect(scope, '--postgres', url, '--schema', schema, '--json');
+    assert.equal(code, 0, stderr);
+    const doc = JSON.parse(stdout);
+    assert.deepEqual(Object.keys(doc), ['scope', 'schema', 'host', 'at', 'held', 'pending', 'cycles']);
+    assert.equal(doc.schema, schema);
+    const shown = (e) => [e.name, e.pid, e.host, e.alive];
+    assert.deepEqual(doc.held.map(shown), [['x', process.pid, os.hostname(), true]]);
+    assert.deepEqual(doc.pending.map(shown), [['x', process.pid, os.hostname(), true]]);
+    const text = await inspect(scope, '--postgres', url, '--schema', schema);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, new RegExp(`schema ${schema}`));
+    assert.match(text.stdout, /\n {2}held by {3}exclusive {2}client \S+ {2}pid \d+ {2}on \S+ {2}for /);
+    release();
+    await waiting;
+    const none = await inspect(scope, '--postgres', url, '--schema', `wl_none_${process.pid}`);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /no lock manager in the schema/);
+  });
+});
+
 (process.platform === 'win32' ? describe : describe.skip)('web-locks inspect (Windows)', function () {
   it('says plainly that a look inside a machine-wide scope is not available there yet (exit 4)', function () {
     const r = childProcess.spawnSync(process.execPath, [CLI, 'inspect', 'any'], { timeout: 20000, encoding: 'utf8' });
