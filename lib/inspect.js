@@ -43,11 +43,8 @@ function findCycles (snapshot) {
 function peekMachine (file, mode) {
   const binding = require('./binding.js')
   if (typeof binding.peek !== 'function') {
-    if (process.platform === 'win32' && typeof binding.open === 'function') {
-      throw failure('ENOTSUP', 'web-locks inspect: a look inside a machine-wide scope is not available on Windows yet ' +
-        '(a PostgreSQL scope can be inspected: --postgres <url>).')
-    }
-    throw failure('ENOTSUP', 'web-locks inspect: this build of web-locks has no machine-wide lock manager to look inside.')
+    throw failure('ENOTSUP', 'web-locks inspect: this build of web-locks has no machine-wide lock manager to look inside ' +
+      '(a PostgreSQL scope can be inspected: --postgres <url>).')
   }
   return binding.peek(file, mode, WAIT_MS)
 }

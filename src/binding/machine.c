@@ -326,13 +326,12 @@ static napi_value wlb_scope_details(napi_env env, napi_callback_info info) {
   return wlb__query(env, a->seg->m, WLB_DETAILS);
 }
 
-#ifndef _WIN32
 /* peek(path, mode, waitMs) -> { held, pending } of the manager in the file
  * at path, each entry with its details and whether its process is alive
  * (wl_scope_peek: a look that changes nothing, and joins nothing), taken
  * on this thread, which it blocks for waitMs at most. Throws as open()
  * does; EREPAIR when the file's mutex waits for a repair, ETIMEDOUT when
- * it stayed held. Not on Windows yet: lib/ finds no peek() there. */
+ * it stayed held. */
 static napi_value wlb_peek(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   wlb_thread_t *t;
@@ -353,7 +352,8 @@ static napi_value wlb_peek(napi_env env, napi_callback_info info) {
     return NULL;
   }
   err[0] = '\0';
-  rc = wl_scope_peek(path, mode, wait_ms, &snap, err, sizeof(err));
+  rc = wlb__uv_code(wl_scope_peek(path, mode, wait_ms, &snap, err,
+                                   sizeof(err)));
   if (rc != 0) {
     if (err[0] == '\0')
       snprintf(err, sizeof(err), "cannot look at %s: %s", path,
@@ -363,7 +363,6 @@ static napi_value wlb_peek(napi_env env, napi_callback_info info) {
   }
   return wlb__snapshot_value(env, &snap, WLB_PEEKED);
 }
-#endif
 
 /* machineFamily() -> which OS family's mechanism the build has:
  * "linux", "posix" or "win" (src/os/machine.h), for tests of one family's
@@ -377,7 +376,7 @@ static napi_value wlb_machine_family(napi_env env, napi_callback_info info) {
 }
 
 size_t wlb__scope_props(wlb_thread_t *t, napi_property_descriptor *props) {
-  napi_property_descriptor scope[] = {
+  napi_property_descriptor scope[WLB_SCOPE_PROPS] = {
       {"open", NULL, wlb_open, NULL, NULL, NULL, napi_default, t},
       {"admit", NULL, wlb_admit, NULL, NULL, NULL, napi_default, t},
       {"scopeRequest", NULL, wlb_scope_request, NULL, NULL, NULL, napi_default, t},
@@ -386,15 +385,11 @@ size_t wlb__scope_props(wlb_thread_t *t, napi_property_descriptor *props) {
        t},
       {"close", NULL, wlb_close, NULL, NULL, NULL, napi_default, t},
       {"machineFamily", NULL, wlb_machine_family, NULL, NULL, NULL, napi_default, t},
-#ifndef _WIN32
       {"peek", NULL, wlb_peek, NULL, NULL, NULL, napi_default, t},
-#endif
   };
 
-  _Static_assert(sizeof(scope) / sizeof(scope[0]) <= WLB_SCOPE_PROPS,
-                 "WLB_SCOPE_PROPS counts them");
   memcpy(props, scope, sizeof(scope));
-  return sizeof(scope) / sizeof(scope[0]);
+  return WLB_SCOPE_PROPS;
 }
 void wlb__scope_teardown(wlb_thread_t *t) {
   uint32_t i;

@@ -324,7 +324,6 @@ int wl_scope_open(const char *path, uint64_t size, unsigned mode,
   return 0;
 }
 
-#ifndef _WIN32
 /* A look (wl_scope_peek): its manager, handle of no owner, and its copy. */
 typedef struct {
   wl_manager_t *m;
@@ -412,7 +411,9 @@ int wl_scope_peek(const char *path, unsigned mode, unsigned wait_ms,
     return wl__say(err, errlen, WL_ENOMEM, "out of memory");
   strcpy(m->path, path);
   m->fd = WL__OS_NO_FD;
+#ifndef _WIN32
   m->probe_fd = -1;
+#endif
   rc = wl__os_file_attach(m, path, mode, err, errlen);
   if (rc == -ENOENT) {
     free(m);
@@ -444,7 +445,6 @@ int wl_scope_peek(const char *path, unsigned mode, unsigned wait_ms,
   free(m);
   return rc;
 }
-#endif
 
 int wl_scope_admit(wl_manager_t *m, unsigned mode, char *err, size_t errlen) {
   if (!WL__MODE_OK(mode))

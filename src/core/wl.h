@@ -205,10 +205,11 @@ int wl_scope_path_identity(const char *path, uint64_t *dev, uint64_t *ino);
  * sentence naming the file in err: -ENOENT when there is none; WL_EREPAIR
  * when its mutex's last holder died holding it (the mutex is left as
  * found); -ETIMEDOUT when the mutex stayed held for wait_ms milliseconds
- * (a stopped process?); the codes of wl_scope_open. Not on Windows yet.
+ * (a stopped process?); the codes of wl_scope_open.
  * On Linux the mutex is taken from a thread of its own, which ends holding
  * it if its holder died in the meantime: the system then marks it so for
- * the next process to take it, as it was found. In the POSIX family a
+ * the next process to take it, as it was found; elsewhere its byte is
+ * taken and its words only read. In the POSIX family a
  * process that has the scope open keeps each look's descriptor of the file
  * until it closes the scope (os/posix/posix.h, point 3). */
 int wl_scope_peek(const char *path, unsigned mode, unsigned wait_ms,
