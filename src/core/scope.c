@@ -352,7 +352,9 @@ static void wl__look(void *arg) {
   size_t i;
 
   WL__HIDE(used);
-  if (__atomic_load_n(&h->corrupt, __ATOMIC_RELAXED) || used > m->capacity) {
+  /* As wl__check_region checks it: it may have changed since. */
+  if (__atomic_load_n(&h->corrupt, __ATOMIC_RELAXED) || used > m->capacity ||
+      used < sizeof(*h)) {
     l->rc = WL_ECORRUPT;
     return;
   }
