@@ -30,7 +30,7 @@ const ROOT = path.resolve(__dirname, '..')
 const SUITES = ['request', 'threads', 'steal', 'signal', 'query', 'keep-alive', 'thread-end', 'polyfill', 'esm',
   'names', 'validation', 'bad-input', 'callback', 'classes', 'if-available', 'async-context', 'diagnostics',
   'token', 'builtin-coexistence', 'load', 'region', 'postgres', 'postgres-ring', 'postgres-roles', 'postgres-sweep', 'abort-event',
-  'machine', 'acquire', 'tracing', 'deadlock', 'deadlock-edges', 'deadlock-model', 'deadlock-workload']
+  'machine', 'acquire', 'tracing', 'inspect', 'deadlock', 'deadlock-edges', 'deadlock-model', 'deadlock-workload']
   .map((s) => `test/${s}.test.js`)
 // Files not run: machine-hostile and machine-full-crash (written for Linux's
 // files and processes: /proc, FIFOs, permission bits); no-machine (the

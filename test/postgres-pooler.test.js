@@ -10,6 +10,7 @@ const assert = require('node:assert/strict');
 const { api, holdOn, only, isDOMException, deferred, scopeName } = require('./fixtures/util');
 const { postgres } = require('./fixtures/postgres');
 const { pgbouncerBinary, startPgbouncer } = require('./fixtures/pgbouncer');
+const { inspectPostgres } = require('../lib/postgres/inspect.js');
 
 const INSTALLED = pgbouncerBinary() !== null;
 // The wait of a watcher (lib/postgres/watch.js, waitFor(): a statement named
@@ -118,6 +119,24 @@ describe(`openLockManager (PostgreSQL) behind PgBouncer${INSTALLED ? '' : ' (pen
       await nothingLeft(scope);
     });
   }
+
+  // A look inside a scope is one transaction, which a pooler in
+  // transaction mode keeps on one server connection.
+  it('through transaction mode, inspectPostgres() reads a scope as directly', async function () {
+    const b = await bouncer({ pool_mode: 'transaction', default_pool_size: 1 });
+    const scope = scopeName('inspect');
+    const m = await open(scope, { postgres: url });
+    const h = holdOn(m, 'x');
+    await h.granted;
+    const shown = (look) => look.held.map((e) => [e.name, e.clientId, e.pid, e.alive]);
+    const direct = await inspectPostgres({ postgres: url, scope });
+    assert.deepEqual(shown(direct), [['x', only(await m.query(), 'x').held[0].clientId, process.pid, true]]);
+    assert.deepEqual(shown(await inspectPostgres({ postgres: b.url, scope })), shown(direct));
+    // Again, on the server connection the first look used.
+    assert.deepEqual(shown(await inspectPostgres({ postgres: b.url, scope })), shown(direct));
+    h.release();
+    await h.done;
+  });
 
   it('through transaction mode, a pg.Pool as the option is refused too: its session connects with the pool\'s settings', async function () {
     const b = await bouncer({ pool_mode: 'transaction' });

@@ -17,6 +17,7 @@ const assert = require('node:assert/strict');
 const { api, holdOn, only, isDOMException, scopeName } = require('./fixtures/util');
 const { postgres, loginRole } = require('./fixtures/postgres');
 const { schemaKey } = require('../lib/postgres/options.js');
+const { inspectPostgres } = require('../lib/postgres/inspect.js');
 
 const ROLE = `wl_attacker_${process.pid}`;
 const PASSWORD = 'attacker';
@@ -237,6 +238,13 @@ describe('openLockManager (PostgreSQL) beside an unprivileged role', function ()
     // Nothing wedged: a new agent has every name at once.
     const e = await open(scope);
     for (const name of ['x', 'y', 'z']) assert.equal(await e.request(name, { ifAvailable: true }, (lock) => lock && lock.name), name);
+    // A look inside the scope, through the pool, calls none of its
+    // functions either.
+    const h2 = holdOn(e, 'w');
+    await h2.granted;
+    assert.deepEqual((await inspectPostgres({ postgres: pool, schema, scope })).held.map((i) => [i.name, i.alive]), [['w', true]]);
+    h2.release();
+    await h2.done;
     assert.deepEqual(await calls(), []);
   });
 });

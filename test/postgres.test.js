@@ -142,7 +142,7 @@ describe('openLockManager (PostgreSQL)', function () {
       await admin.query(`UPDATE "${schema}".meta SET value = '99' WHERE key = 'layout'`);
       await assert.rejects(openLockManager('s', { postgres: url, schema }), (err) => {
         assert.equal(err.code, 'ELAYOUT');
-        assert.match(err.message, /layout 99.*layout 3/);
+        assert.match(err.message, /layout 99.*layout 4/);
         return true;
       });
       await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
@@ -181,7 +181,7 @@ describe('openLockManager (PostgreSQL)', function () {
         const m = await open(scope, { schema });
         assert.equal((await watching).channel, `web_locks.${key}.${id}`);
         const meta = await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'layout'`);
-        assert.equal(meta.rows[0].value, '3');
+        assert.equal(meta.rows[0].value, '4');
         assert.deepEqual(only(await m.query(), 'x').held.map((i) => i.clientId), ['old']);
         const robbed = notified(/^1 s$/);
         assert.equal(await m.request('x', { steal: true }, (lock) => lock.name), 'x');
@@ -235,7 +235,7 @@ describe('openLockManager (PostgreSQL)', function () {
         await grantSchema(admin, schema, role);
         await assert.rejects(openLockManager('s', { postgres: as, schema }), (err) => {
           assert.equal(err.code, 'EACCES');
-          assert.match(err.message, /has layout 2, which .* may not migrate to layout 3/);
+          assert.match(err.message, /has layout 2, which .* may not migrate to layout 4/);
           assert.ok(err.message.includes(`postgresSchema(${JSON.stringify(schema)}, 2)`), err.message);
           return true;
         });

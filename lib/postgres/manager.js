@@ -84,14 +84,16 @@ class PostgresBackend {
   async query () {
     const session = await this.session()
     const { rows } = await this.call(session, this.sql.snapshot, [this.target.scope])
-    const held = []
-    const pending = []
-    for (const row of rows) {
-      const info = { name: row.name.toString('utf16le'), mode: row.shared ? 'shared' : 'exclusive', clientId: row.client_id }
-      if (row.held) held.push(info)
-      else pending.push(info)
-    }
-    return { held, pending }
+    return snapshotOf(rows, entryOf)
+  }
+
+  // The snapshot with each entry's serial, parent, client process and time
+  // (see ../manager-process.js), on the same session, after the calls
+  // before it.
+  async details () {
+    const session = await this.session()
+    const { rows } = await this.call(session, this.sql.details, [this.target.scope])
+    return snapshotOf(rows, detailedEntryOf)
   }
 
   close () {
@@ -157,6 +159,33 @@ class PostgresBackend {
   }
 }
 
+// { held, pending } from the rows of snapshot() or details() (schema.sql),
+// each entry made by entry(row).
+function snapshotOf (rows, entry) {
+  const held = []
+  const pending = []
+  for (const row of rows) {
+    if (row.held) held.push(entry(row))
+    else pending.push(entry(row))
+  }
+  return { held, pending }
+}
+
+function entryOf (row) {
+  return { name: row.name.toString('utf16le'), mode: row.shared ? 'shared' : 'exclusive', clientId: row.client_id }
+}
+
+// A bigint column comes as a string; local ids are below 2^53.
+function detailedEntryOf (row) {
+  const entry = entryOf(row)
+  entry.serial = Number(row.serial)
+  entry.parent = Number(row.parent)
+  entry.pid = row.client_pid
+  entry.host = row.client_host
+  entry.elapsed = row.elapsed
+  return entry
+}
+
 // Opens this thread's agent of the scope in the database: resolves once it
 // has joined, with the backend (see ../manager-process.js).
 async function openPostgres (target) {
@@ -166,4 +195,4 @@ async function openPostgres (target) {
   return backend
 }
 
-module.exports = { postgresTarget, openPostgres, schemaSQL }
+module.exports = { postgresTarget, openPostgres, schemaSQL, snapshotOf, detailedEntryOf }

@@ -91,7 +91,8 @@ class Requests {
     record.state = 'asking'
     record.session = session
     const values = [session.agent, request.id, backend.target.scope, Buffer.from(record.name, 'utf16le'),
-      (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0, backend.target.pool !== null, session.ceiling]
+      (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0, backend.target.pool !== null, session.ceiling,
+      request.parent]
     backend.call(session, backend.sql.request, values).then(({ rows }) => {
       // Its token if granted, '0' if queued, null if not available.
       const { token, in_row: inRow, ceiling } = rows[0]

@@ -11,7 +11,7 @@ const { SafeRangeError } = require('../intrinsics.js')
 const { SEARCH_PATH, quoteIdentifier, schemaKey, toSchema } = require('./options.js')
 
 // The number of the last migration (migrations/).
-const LAYOUT = 3
+const LAYOUT = 4
 // PostgreSQL's SQLSTATEs that this file acts on.
 const INSUFFICIENT_PRIVILEGE = '42501'
 // What a creation of the schema meets when another one was made at the same
@@ -146,4 +146,4 @@ async function ensureSchema (client, target) {
   }
 }
 
-module.exports = { dollarTag, schemaSQL, ensureSchema }
+module.exports = { LAYOUT, dollarTag, schemaSQL, layoutOf, ensureSchema }

@@ -107,7 +107,8 @@ BEGIN
     after := head;
     CONTINUE WHEN head_held;
     EXIT WHEN now_held > 0 AND (now_exclusive OR NOT head_shared);
-    UPDATE @schema@.requests SET token = @schema@.token_admit(pg_catalog.nextval('@schema@.tokens')) WHERE agent = head_agent AND local_id = head_local
+    UPDATE @schema@.requests SET token = @schema@.token_admit(pg_catalog.nextval('@schema@.tokens')), since = pg_catalog.now()
+      WHERE agent = head_agent AND local_id = head_local
       RETURNING token INTO head_token;
     PERFORM pg_catalog.pg_notify(channel, head_local || ' g ' || head_token) FROM @schema@.agents WHERE id = head_agent;
     now_held := now_held + 1;
@@ -133,8 +134,12 @@ END $$;
 -- ended meanwhile; its row is then locked (leave() locks it to end it) and
 -- an agent that has been ended gets SQLSTATE WLGON. A call on the session
 -- needs no such check: the session is the agent's life.
+--
+-- p_parent: the local id of the agent's lock inside whose callback it was
+-- made, or 0 (none; and the calls of managers of layout 3, which have no
+-- such argument).
 CREATE OR REPLACE FUNCTION @schema@.request(p_agent integer, p_local bigint, p_scope text, p_name bytea,
-    p_shared boolean, p_if_available boolean, p_steal boolean, p_pooled boolean)
+    p_shared boolean, p_if_available boolean, p_steal boolean, p_pooled boolean, p_parent bigint DEFAULT 0)
 RETURNS bigint
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -204,8 +209,9 @@ BEGIN
       holder_agent = now_holder
     WHERE id = n;
   -- A thief goes first: the id 0, before every queued request.
-  INSERT INTO @schema@.requests (agent, local_id, id, name_id, shared, token)
-    VALUES (p_agent, p_local, CASE WHEN p_steal THEN 0 ELSE v END, n, p_shared, CASE WHEN granted THEN v END);
+  INSERT INTO @schema@.requests (agent, local_id, id, name_id, shared, token, parent, since)
+    VALUES (p_agent, p_local, CASE WHEN p_steal THEN 0 ELSE v END, n, p_shared, CASE WHEN granted THEN v END,
+      p_parent, pg_catalog.now());
   RETURN CASE WHEN granted THEN v ELSE 0 END;
 END $$;
 
@@ -356,8 +362,11 @@ $$;
 -- lock is taken before its row is visible to anyone, and the row records
 -- its backend (its columns' defaults: join() runs on the agent's session).
 -- p_channel is the channel it listens on, a name it drew at random: only
--- roles that may read agents can send it a notification.
-CREATE OR REPLACE FUNCTION @schema@.join(p_scope text, p_client_id text, p_channel text) RETURNS integer
+-- roles that may read agents can send it a notification. p_client_pid and
+-- p_client_host: its client process's pid and host, for details() (null
+-- from a manager of layout 3 that began to join before the migration).
+CREATE OR REPLACE FUNCTION @schema@.join(p_scope text, p_client_id text, p_channel text,
+    p_client_pid integer DEFAULT NULL, p_client_host text DEFAULT NULL) RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   new_id integer;
@@ -377,8 +386,8 @@ BEGIN
     -- holds (any role may take any advisory lock).
     CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(@key@, new_id);
     BEGIN
-      INSERT INTO @schema@.agents (id, scope, client_id, pid, channel)
-        VALUES (new_id, p_scope, p_client_id, pg_catalog.pg_backend_pid(), p_channel);
+      INSERT INTO @schema@.agents (id, scope, client_id, pid, channel, client_pid, client_host)
+        VALUES (new_id, p_scope, p_client_id, pg_catalog.pg_backend_pid(), p_channel, p_client_pid, p_client_host);
       -- The agent that watched the new one's neighbour watches it now.
       PERFORM pg_catalog.pg_notify(a.channel, 'r') FROM @schema@.agents a
         WHERE a.id = @schema@.watcher_of(p_scope, new_id);
@@ -450,3 +459,30 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     ORDER BY l.token IS NULL, l.token, n.id, l.id
 $$;
 
+-- The snapshot with what the watch for deadlocks and a look inside the
+-- scope need (migrations/004-details.sql): each entry's agent, its
+-- request's local id (serial) and parent's, its agent's client process,
+-- and for how long (ms) it has been held or pending, on the server's clock
+-- (null where that is not known: requests older than layout 4). A lock held
+-- in its name's row has its parent and time only if its agent joined at
+-- layout 4 (it has a client): older managers' request statements do not
+-- write them.
+CREATE OR REPLACE FUNCTION @schema@.details(p_scope text)
+RETURNS TABLE (held boolean, name bytea, shared boolean, client_id text, agent integer, serial bigint,
+  parent bigint, client_pid integer, client_host text, elapsed double precision)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT l.token IS NOT NULL, n.name, l.shared, a.client_id, a.id, l.local_id,
+      CASE WHEN l.in_row AND a.client_pid IS NULL THEN 0 ELSE coalesce(l.parent, 0) END,
+      a.client_pid, a.client_host,
+      CASE WHEN l.in_row AND a.client_pid IS NULL THEN NULL
+        WHEN l.since > pg_catalog.statement_timestamp() THEN 0
+        ELSE (extract(epoch FROM pg_catalog.statement_timestamp() - l.since) * 1000)::double precision END
+    FROM (SELECT name_id, agent, id, shared, token, local_id, parent, since, false AS in_row FROM @schema@.requests
+      UNION ALL
+      SELECT id, holder_agent, holder_token, holder_shared, holder_token, holder_local, holder_parent, holder_since, true
+        FROM @schema@.names WHERE scope = p_scope AND holder_agent IS NOT NULL) l
+    JOIN @schema@.names n ON n.id = l.name_id
+    JOIN @schema@.agents a ON a.id = l.agent
+    WHERE n.scope = p_scope
+    ORDER BY l.token IS NULL, l.token, n.id, l.id
+$$;

@@ -5,6 +5,7 @@
 // them), and the ordered line of its calls.
 
 const { randomBytes, randomUUID } = require('crypto')
+const { hostname } = require('os')
 const { performanceNow } = require('../intrinsics.js')
 const { quoteIdentifier, connection, configure } = require('./options.js')
 const { ensureSchema } = require('./schema.js')
@@ -109,7 +110,8 @@ async function join (backend) {
     await configure(client, target)
     await ensureSchema(client, target)
     // Each agent is a client of its own: a new clientId for each session.
-    const { rows } = await client.query(sql.join, [target.scope, session.clientId, session.channel])
+    // Its process and host are for a look inside the scope (details()).
+    const { rows } = await client.query(sql.join, [target.scope, session.clientId, session.channel, process.pid, hostname()])
     session.agent = rows[0].agent
     session.pid = rows[0].pid
     session.ceiling = rows[0].ceiling

@@ -34,21 +34,24 @@ function statements (target) {
   const tokens = `${tag}${q}.tokens${tag}`
   const op = (operator) => `OPERATOR(pg_catalog.${operator})`
   return {
-    // $1 scope, $2 clientId, $3 channel.
-    join: { text: `SELECT ${q}.join($1, $2, $3) AS agent, pg_catalog.pg_backend_pid() AS pid, (SELECT ceiling FROM ${q}.token_block) AS ceiling` },
+    // $1 scope, $2 clientId, $3 channel, $4 and $5 the client process's
+    // pid and host.
+    join: { text: `SELECT ${q}.join($1, $2, $3, $4, $5) AS agent, pg_catalog.pg_backend_pid() AS pid, (SELECT ceiling FROM ${q}.token_block) AS ceiling` },
     // $1 agent, $2 local id, $3 scope, $4 name, $5 shared, $6 ifAvailable,
     // $7 steal, $8 pooled, $9 the ceiling of the tokens that the session
     // last saw (it only goes up): a token below it needs no more, else
-    // token_ceiling() raises it if it has to and says where it is now. The
+    // token_ceiling() raises it if it has to and says where it is now; $10
+    // the local id of its parent, or 0 (see request() in schema.sql). The
     // token is drawn for the row's newest version: if another transaction
     // changed it, PostgreSQL evaluates the update again on that version, so
-    // it follows the release before it.
+    // it follows the release before it. The hold's parent and start are
+    // two more columns of the same update (details()).
     request: named('request', `WITH taken AS (
         UPDATE ${q}.names SET held = 1, exclusive = NOT $5, holder_agent = $1, holder_local = $2,
-            holder_token = pg_catalog.nextval(${tokens}), holder_shared = $5
+            holder_token = pg_catalog.nextval(${tokens}), holder_shared = $5, holder_parent = $10, holder_since = pg_catalog.now()
           WHERE scope ${op('=')} $3 AND digest ${op('=')} pg_catalog.sha256($4) AND held ${op('=')} 0 AND NOT $7 AND NOT $8
           RETURNING holder_token, id)
-      SELECT coalesce(t.holder_token, ${q}.request($1, $2, $3, $4, $5, $6, $7, $8)) AS token, t.id AS in_row,
+      SELECT coalesce(t.holder_token, ${q}.request($1, $2, $3, $4, $5, $6, $7, $8, $10)) AS token, t.id AS in_row,
           CASE WHEN t.holder_token ${op('>=')} $9 THEN ${q}.token_ceiling(t.holder_token) END AS ceiling
         FROM (SELECT) one LEFT JOIN taken t ON true`),
     // $1 agent, $2 local id, $3 the name's id: a lock held in its row.
@@ -68,6 +71,8 @@ function statements (target) {
     wait: named('wait', `SELECT ${q}.ended($1, $4) AS ended WHERE ${q}.neighbour($2, $3) ${op('=')} $1`),
     neighbour: named('neighbour', `SELECT ${q}.neighbour($1, $2) AS agent`),
     snapshot: named('snapshot', `SELECT held, name, shared, client_id FROM ${q}.snapshot($1)`),
+    details: named('details', `SELECT held, name, shared, client_id, serial, parent, client_pid, client_host, elapsed
+      FROM ${q}.details($1)`),
     cancel: named('cancel', 'SELECT pg_catalog.pg_cancel_backend($1)')
   }
 }

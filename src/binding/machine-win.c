@@ -38,6 +38,8 @@ int wlb__uv_code(int rc) {
     return UV_EBUSY;
   case -EAGAIN:
     return UV_EAGAIN;
+  case -ETIMEDOUT:
+    return UV_ETIMEDOUT;
   default:
     return rc;
   }

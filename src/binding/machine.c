@@ -132,6 +132,8 @@ static const char *wlb__code_name(int rc) {
     return "ELAYOUT";
   case WL_ECORRUPT:
     return "ECORRUPT";
+  case WL_EREPAIR:
+    return "EREPAIR";
   default:
     return wlb__uv_name(rc);
   }
@@ -309,7 +311,7 @@ static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
 
   if ((a = wlb__scope_args(env, info, 1, argv, &t, &h)) == NULL)
     return NULL;
-  return wlb__query(env, a->seg->m, 0);
+  return wlb__query(env, a->seg->m, WLB_SPEC);
 }
 
 /* scopeDetails(handle) -> the same with each entry's details (query.c). */
@@ -321,7 +323,45 @@ static napi_value wlb_scope_details(napi_env env, napi_callback_info info) {
 
   if ((a = wlb__scope_args(env, info, 1, argv, &t, &h)) == NULL)
     return NULL;
-  return wlb__query(env, a->seg->m, 1);
+  return wlb__query(env, a->seg->m, WLB_DETAILS);
+}
+
+/* peek(path, mode, waitMs) -> { held, pending } of the manager in the file
+ * at path, each entry with its details and whether its process is alive
+ * (wl_scope_peek: a look that changes nothing, and joins nothing), taken
+ * on this thread, which it blocks for waitMs at most. Throws as open()
+ * does; EREPAIR when the file's mutex waits for a repair, ETIMEDOUT when
+ * it stayed held. */
+static napi_value wlb_peek(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  wlb_thread_t *t;
+  wl_snapshot_t snap;
+  char path[4096], err[1024 + 4096];
+  size_t path_len;
+  uint32_t mode, wait_ms;
+  int rc;
+
+  if (wlb__args(env, info, 3, argv, &t) != 0)
+    return NULL;
+  WLB_CALL(env, napi_get_value_string_utf8(env, argv[0], path, sizeof(path),
+                                           &path_len));
+  WLB_CALL(env, napi_get_value_uint32(env, argv[1], &mode));
+  WLB_CALL(env, napi_get_value_uint32(env, argv[2], &wait_ms));
+  if (path_len >= sizeof(path) - 1 || strlen(path) != path_len) {
+    napi_throw_type_error(env, NULL, "web-locks: bad internal call");
+    return NULL;
+  }
+  err[0] = '\0';
+  rc = wlb__uv_code(wl_scope_peek(path, mode, wait_ms, &snap, err,
+                                   sizeof(err)));
+  if (rc != 0) {
+    if (err[0] == '\0')
+      snprintf(err, sizeof(err), "cannot look at %s: %s", path,
+               wlb__uv_message(rc));
+    napi_throw_error(env, wlb__code_name(rc), err);
+    return NULL;
+  }
+  return wlb__snapshot_value(env, &snap, WLB_PEEKED);
 }
 
 /* machineFamily() -> which OS family's mechanism the build has:
@@ -345,6 +385,7 @@ size_t wlb__scope_props(wlb_thread_t *t, napi_property_descriptor *props) {
        t},
       {"close", NULL, wlb_close, NULL, NULL, NULL, napi_default, t},
       {"machineFamily", NULL, wlb_machine_family, NULL, NULL, NULL, napi_default, t},
+      {"peek", NULL, wlb_peek, NULL, NULL, NULL, napi_default, t},
   };
 
   memcpy(props, scope, sizeof(scope));

@@ -112,12 +112,12 @@ static napi_value wlb_setup(napi_env env, napi_callback_info info) {
 
 /* query() -> the snapshot of the whole process. */
 static napi_value wlb_query(napi_env env, napi_callback_info info) {
-  return wlb__query(env, wl_process(), 0);
+  return wlb__query(env, wl_process(), WLB_SPEC);
 }
 
 /* details() -> the same with each entry's details (query.c). */
 static napi_value wlb_details(napi_env env, napi_callback_info info) {
-  return wlb__query(env, wl_process(), 1);
+  return wlb__query(env, wl_process(), WLB_DETAILS);
 }
 
 /* hasRef() of the thread's async resource: whether a request waits, which

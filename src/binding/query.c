@@ -14,6 +14,7 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
                              int details) {
   napi_value array, entry, value;
   napi_value serial = NULL, parent = NULL, pid = NULL, elapsed = NULL;
+  napi_value alive = NULL;
   uint64_t now = details ? uv_hrtime() / 1000 : 0;
   size_t i;
 
@@ -38,6 +39,8 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
         WLB_CALL(env, napi_create_double(
                           env, (double)(now - info->since) / 1000, &elapsed));
     }
+    if (details == WLB_PEEKED)
+      WLB_CALL(env, napi_get_boolean(env, info->alive != 0, &alive));
     {
       napi_property_descriptor props[] = {
           {"name", NULL, NULL, NULL, NULL, *name, WLB_DATA, NULL},
@@ -47,9 +50,14 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
           {"parent", NULL, NULL, NULL, NULL, parent, WLB_DATA, NULL},
           {"pid", NULL, NULL, NULL, NULL, pid, WLB_DATA, NULL},
           {"elapsed", NULL, NULL, NULL, NULL, elapsed, WLB_DATA, NULL},
+          {"alive", NULL, NULL, NULL, NULL, alive, WLB_DATA, NULL},
       };
       WLB_CALL(env, napi_create_object(env, &entry));
-      WLB_CALL(env, napi_define_properties(env, entry, details ? 7 : 3, props));
+      WLB_CALL(env, napi_define_properties(env, entry,
+                                           details == WLB_PEEKED ? 8
+                                           : details             ? 7
+                                                                 : 3,
+                                           props));
     }
     /* Defined, not set: an index setter that other code put on
      * Array.prototype would get the entry (napi_set_element is [[Set]]). */
@@ -64,29 +72,23 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
   return array;
 }
 
-/* { held, pending }: the snapshot of manager m; with details, each entry
- * also has its request's serial and its parent's (wl_request_t), its
- * process's id, and for how long (ms) it has been pending or held, or null
- * where the manager keeps no times (the process-wide one). */
-napi_value wlb__query(napi_env env, wl_manager_t *m, int details) {
+/* { held, pending } of a snapshot, which it frees (see query.h). */
+napi_value wlb__snapshot_value(napi_env env, wl_snapshot_t *snap,
+                               int details) {
   napi_value result = NULL, held, pending, modes[2], *names;
-  wl_snapshot_t snap;
-  int rc;
 
-  if ((rc = wl_snapshot(m, &snap)) != 0)
-    return wlb__throw_code(env, rc);
-  names = calloc(snap.nnames + 1, sizeof(*names));
+  names = calloc(snap->nnames + 1, sizeof(*names));
   if (names == NULL) {
-    wl_snapshot_free(&snap);
+    wl_snapshot_free(snap);
     return wlb__throw_code(env, WL_ENOMEM);
   }
   if (napi_create_string_latin1(env, "exclusive", NAPI_AUTO_LENGTH,
                                 &modes[WL_EXCLUSIVE]) == napi_ok &&
       napi_create_string_latin1(env, "shared", NAPI_AUTO_LENGTH,
                                 &modes[WL_SHARED]) == napi_ok &&
-      (held = wlb__infos(env, snap.held, snap.nheld, modes, names,
+      (held = wlb__infos(env, snap->held, snap->nheld, modes, names,
                           details)) != NULL &&
-      (pending = wlb__infos(env, snap.pending, snap.npending, modes, names,
+      (pending = wlb__infos(env, snap->pending, snap->npending, modes, names,
                              details)) != NULL &&
       napi_create_object(env, &result) == napi_ok &&
       napi_define_properties(
@@ -96,11 +98,20 @@ napi_value wlb__query(napi_env env, wl_manager_t *m, int details) {
               {"pending", NULL, NULL, NULL, NULL, pending, WLB_DATA, NULL},
           }) == napi_ok) {
     free(names);
-    wl_snapshot_free(&snap);
+    wl_snapshot_free(snap);
     return result;
   }
   free(names);
-  wl_snapshot_free(&snap);
+  wl_snapshot_free(snap);
   wlb__throw_last(env);
   return NULL;
+}
+
+napi_value wlb__query(napi_env env, wl_manager_t *m, int details) {
+  wl_snapshot_t snap;
+  int rc;
+
+  if ((rc = wl_snapshot(m, &snap)) != 0)
+    return wlb__throw_code(env, rc);
+  return wlb__snapshot_value(env, &snap, details);
 }

@@ -754,6 +754,8 @@ static int wl__fill(wl_manager_t *m, wl__room_t *room, wl_off_t r,
   info->parent = req->parent;
   info->since = !WL__MACHINE(m) ? 0 : held ? req->mkey : info->serial;
   info->pid = wl__pid_of(m, agent);
+  info->alive = 1;
+  info->owner = WL__MACHINE(m) ? agent->owner : 0;
   memcpy(room->chars, agent->client_id, id_len);
   room->chars += id_len;
   room->text -= id_len;
@@ -797,20 +799,18 @@ static int wl__fill_all(wl_manager_t *m, wl__room_t *room, size_t *nnames) {
   return wl__is_corrupt(m);
 }
 
-/* Snapshot the lock state (4.5). Copies everything, so that the caller can
- * build its result without holding the mutex. Two walks, one to size the
- * copy and one to fill it; both bounded. */
-static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
+/* Copies the lock state (4.5), under the mutex, storing nothing into the
+ * region: wl_snapshot's, and wl_scope_peek's. Two walks, one to size the
+ * copy and one to fill it; both bounded. Returns 0, WL_ENOMEM, or
+ * WL_ECORRUPT (the manager then marked corrupt, in this process only). */
+static int wl__snapshot_copy(wl_manager_t *m, wl_snapshot_t *snap) {
   wl__hdr_t *h = WL__HDR(m);
   wl_off_t order = wl__off_of(m, &h->order);
   size_t nheld = 0, npending = 0, units = 0, text = 0, nnames = 0;
   uint64_t steps = WL__STEPS(m);
   wl_off_t ln, lr;
   wl__room_t room;
-  int rc;
 
-  if ((rc = wl__lock(m)) != 0)
-    return rc;
   for (ln = WL__LINK(m, order)->next; ln != order && wl__step(m, &steps);
        ln = WL__LINK(m, ln)->next) {
     wl_off_t n = wl__record_of(ln, wl__name_t, order);
@@ -835,10 +835,8 @@ static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   snap->mem = wl__is_corrupt(m) ? NULL
                          : malloc((nheld + npending) * sizeof(wl_info_t) +
                                   units * sizeof(uint16_t) + text + 1);
-  if (snap->mem == NULL) {
-    wl__unlock(m);
+  if (snap->mem == NULL)
     return wl__is_corrupt(m) ? WL_ECORRUPT : WL_ENOMEM;
-  }
   room.held = snap->held = snap->mem;
   room.pending = snap->pending = room.held + nheld;
   room.names = (uint16_t *)(room.pending + npending);
@@ -854,15 +852,23 @@ static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
   if (wl__fill_all(m, &room, &nnames) || room.nheld != 0 ||
       room.npending != 0) {
     wl__corrupt(m);
-    wl__unlock(m);
     wl_snapshot_free(snap);
     return WL_ECORRUPT;
   }
   snap->nheld = nheld;
   snap->npending = npending;
   snap->nnames = nnames;
-  wl__unlock(m);
   return 0;
+}
+
+static int wl__snapshot(wl_manager_t *m, wl_snapshot_t *snap) {
+  int rc = wl__lock(m);
+
+  if (rc != 0)
+    return rc;
+  rc = wl__snapshot_copy(m, snap);
+  wl__unlock(m);
+  return rc;
 }
 
 const wl__ops_t WL__OPS = {
@@ -874,6 +880,7 @@ const wl__ops_t WL__OPS = {
     .abort = wl__abort,
     .agent_waits = wl__agent_waits,
     .snapshot = wl__snapshot,
+    .snapshot_copy = wl__snapshot_copy,
     .close_agent = wl__close_agent,
     .process = wl__process,
     .steal = wl__steal,

@@ -396,6 +396,9 @@ typedef struct {
   int (*abort)(wl_request_t *req);
   int (*agent_waits)(wl_agent_t *agent);
   int (*snapshot)(wl_manager_t *m, wl_snapshot_t *snap);
+  /* The snapshot's copy, under the mutex, storing nothing into the region
+   * (wl_scope_peek): 0, WL_ENOMEM, or WL_ECORRUPT (m marked so). */
+  int (*snapshot_copy)(wl_manager_t *m, wl_snapshot_t *snap);
   /* For recovery, sweeps and tests, under the mutex. Ends an agent's
    * requests and locks and frees its record (spec 2.6); processes a name's
    * queue (4.4); finds a name; puts a name record (its hash and units set) in

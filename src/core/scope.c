@@ -324,6 +324,130 @@ int wl_scope_open(const char *path, uint64_t size, unsigned mode,
   return 0;
 }
 
+/* A look (wl_scope_peek): its manager, handle of no owner, and its copy. */
+typedef struct {
+  wl_manager_t *m;
+  wl_snapshot_t *snap;
+  int rc;
+} wl__look_t;
+
+/* Whether owner o's process lives, as a sweep would judge it (core/owners.c):
+ * an entry with no owner has none. */
+static int wl__alive(wl_manager_t *m, wl_off_t o) {
+  const wl__owner_t *rec;
+
+  if (o == 0)
+    return 0;
+  rec = WL__REC(m, o, wl__owner_t);
+  return !wl__os_life_ended(rec) && wl__os_life_held(m, o);
+}
+
+/* Under the mutex, which the OS layer holds for it. What others used of
+ * the region was reserved by them: a look only reads. */
+static void wl__look(void *arg) {
+  wl__look_t *l = arg;
+  wl_manager_t *m = l->m;
+  wl__hdr_t *h = WL__HDR(m);
+  uint64_t used = h->used;
+  size_t i;
+
+  WL__HIDE(used);
+  /* As wl__check_region checks it: it may have changed since. */
+  if (__atomic_load_n(&h->corrupt, __ATOMIC_RELAXED) || used > m->capacity ||
+      used < sizeof(*h)) {
+    l->rc = WL_ECORRUPT;
+    return;
+  }
+  m->limit = used;
+  if ((l->rc = wl__machine_ops.snapshot_copy(m, l->snap)) != 0)
+    return;
+  for (i = 0; i < l->snap->nheld; i++)
+    l->snap->held[i].alive = wl__alive(m, l->snap->held[i].owner);
+  for (i = 0; i < l->snap->npending; i++)
+    l->snap->pending[i].alive = wl__alive(m, l->snap->pending[i].owner);
+  if (wl__is_corrupt(m)) {
+    wl_snapshot_free(l->snap);
+    l->rc = WL_ECORRUPT;
+  }
+}
+
+/* The sentence for a look that failed, and its code. */
+static int wl__look_failed(const char *path, int rc, char *err,
+                           size_t errlen) {
+  switch (rc) {
+  case WL__EOWNERDEAD:
+    return wl__say(err, errlen, WL_EREPAIR,
+                   "the manager in %s needs a repair: a process died "
+                   "holding its mutex; the next process to open the scope "
+                   "repairs it",
+                   path);
+  case -ETIMEDOUT:
+    return wl__say(err, errlen, rc,
+                   "the manager in %s stayed busy: another process held its "
+                   "mutex throughout the wait (a stopped process?)",
+                   path);
+  case WL_ENOMEM:
+    return wl__say(err, errlen, rc, "cannot look at %s: out of memory",
+                   path);
+  case WL_ECORRUPT:
+    return wl__say(err, errlen, rc, "the manager in %s is corrupt", path);
+  default:
+    return wl__say(err, errlen, rc, "cannot look at %s: %s", path,
+                   strerror(-rc));
+  }
+}
+
+int wl_scope_peek(const char *path, unsigned mode, unsigned wait_ms,
+                  wl_snapshot_t *snap, char *err, size_t errlen) {
+  wl_manager_t *m;
+  wl__look_t look;
+  int rc;
+
+  if (!WL__MODE_OK(mode) || strlen(path) >= WL__PATH_MAX)
+    return wl__say(err, errlen, WL_EINVAL,
+                   "a manager file needs a path shorter than %d bytes and "
+                   "permission bits 0600, 0660, 0606 or 0666",
+                   WL__PATH_MAX);
+  m = calloc(1, sizeof(*m));
+  if (m == NULL)
+    return wl__say(err, errlen, WL_ENOMEM, "out of memory");
+  strcpy(m->path, path);
+  m->fd = WL__OS_NO_FD;
+#ifndef _WIN32
+  m->probe_fd = -1;
+#endif
+  rc = wl__os_file_attach(m, path, mode, err, errlen);
+  if (rc == -ENOENT) {
+    free(m);
+    return wl__say(err, errlen, rc, "there is no scope's file at %s", path);
+  }
+  if (rc != 0) {
+    free(m);
+    return rc;
+  }
+  wl__map_region(m);
+  if ((rc = wl__check_header(path, m->map, m->map_size, err, errlen)) != 0 ||
+      (rc = wl__check_region(path, WL__HDR(m), m->map_size - WL__PAGE, err,
+                             errlen)) != 0) {
+    wl__os_file_drop(m);
+    free(m);
+    return rc;
+  }
+  if ((rc = wl__os_file_probe(m, path, err, errlen)) == 0) {
+    look.m = m;
+    look.snap = snap;
+    look.rc = 0;
+    rc = wl__os_file_mutex_peek(m, wait_ms, wl__look, &look);
+    if (rc == 0)
+      rc = look.rc;
+    if (rc != 0)
+      rc = wl__look_failed(path, rc, err, errlen);
+  }
+  wl__os_file_close(m);
+  free(m);
+  return rc;
+}
+
 int wl_scope_admit(wl_manager_t *m, unsigned mode, char *err, size_t errlen) {
   if (!WL__MODE_OK(mode))
     return wl__say(err, errlen, WL_EINVAL,

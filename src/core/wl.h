@@ -60,7 +60,10 @@ enum {
   WL_EINVAL = -30002,  /* an argument the core refuses */
   WL_EACCES = -30003,  /* another user's manager file, not opened to us */
   WL_ELAYOUT = -30004, /* a manager file of another layout or architecture */
-  WL_ECORRUPT = -30005 /* a corrupt or foreign manager file */
+  WL_ECORRUPT = -30005, /* a corrupt or foreign manager file */
+  /* A machine-wide manager whose mutex's holder died holding it: the next
+   * process to open it repairs it (wl_scope_peek, which repairs nothing) */
+  WL_EREPAIR = -30006
 };
 
 /* The layout of a manager's region and records, as written in a shared
@@ -142,6 +145,10 @@ typedef struct {
    * the machine reads alike (wl__os_now); 0 in the process-wide manager. */
   uint64_t since;
   uint32_t pid; /* its agent's process's id (0: unknown) */
+  /* wl_scope_peek's: 0 when that process has died and no sweep has ended
+   * its agents yet; 1 while it lives, and in every other snapshot. */
+  int alive;
+  wl_off_t owner; /* private: its agent's owner record, or 0 */
 } wl_info_t;
 
 typedef struct {
@@ -185,6 +192,28 @@ int wl_scope_identity(wl_manager_t *m, uint64_t *dev, uint64_t *ino);
  * file with one name (not through a symbolic link, which wl_scope_open
  * refuses, as it refuses a hard link). */
 int wl_scope_path_identity(const char *path, uint64_t *dev, uint64_t *ino);
+
+/* A look at the machine-wide manager in the file at path that changes
+ * nothing: a snapshot (as wl_snapshot's, with each entry's `alive`) of an
+ * existing file, tested as wl_scope_open tests it (its layout, and its
+ * owner and permission bits for `mode`), copied under its mutex, without
+ * becoming one of its processes: no sweep, no repair, no thread left
+ * behind, the file as found (on Linux, taking the mutex writes its words
+ * and giving it back restores them: glibc's all of them, musl's but the
+ * links of its robust list, which name its last taker's thread and mean
+ * nothing while it is not held). Returns 0, or an error code with a
+ * sentence naming the file in err: -ENOENT when there is none; WL_EREPAIR
+ * when its mutex's last holder died holding it (the mutex is left as
+ * found); -ETIMEDOUT when the mutex stayed held for wait_ms milliseconds
+ * (a stopped process?); the codes of wl_scope_open.
+ * On Linux the mutex is taken from a thread of its own, which ends holding
+ * it if its holder died in the meantime: the system then marks it so for
+ * the next process to take it, as it was found; elsewhere its byte is
+ * taken and its words only read. In the POSIX family a
+ * process that has the scope open keeps each look's descriptor of the file
+ * until it closes the scope (os/posix/posix.h, point 3). */
+int wl_scope_peek(const char *path, unsigned mode, unsigned wait_ms,
+                  wl_snapshot_t *snap, char *err, size_t errlen);
 
 /* Ends every agent of every process that has died with the manager open
  * (spec 2.6), so that the requests waiting behind them are granted. Opening

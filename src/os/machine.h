@@ -124,6 +124,14 @@ int wl__os_file_mutex_init(wl__os_file_mutex_t *mu);
 int wl__os_file_mutex_lock(wl_manager_t *m);
 void wl__os_file_mutex_unlock(wl_manager_t *m);
 void wl__os_file_mutex_consistent(wl_manager_t *m);
+/* For a look that leaves the file as found (wl_scope_peek): runs look(arg) with m's mutex held, and returns 0; or, without
+ * running it, WL__EOWNERDEAD when its last holder died holding it (left so,
+ * for the next taker to repair), WL_ECORRUPT when it can no longer be
+ * taken, -ETIMEDOUT when another holds it for wait_ms milliseconds. Linux
+ * takes it from a thread of its own: one that finds its holder dead ends
+ * holding it, and the system marks it so again. */
+int wl__os_file_mutex_peek(wl_manager_t *m, unsigned wait_ms,
+                           void (*look)(void *arg), void *arg);
 
 /* ---- Proof of life ----------------------------------------------------- */
 

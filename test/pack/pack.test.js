@@ -262,7 +262,7 @@ describe('the packed package', function () {
       'lib/polyfill-force.js', 'lib/polyfill-force.mjs', 'polyfill/force.js', 'polyfill/force.d.ts', 'polyfill/force.d.mts',
       'index.d.ts', 'index.d.mts', 'polyfill.d.ts', 'polyfill.d.mts', 'binding.gyp', 'src/binding/module.c', 'package.json',
       'lib/postgres/schema.sql', 'lib/postgres/migrations/001-layout-1.sql', 'lib/postgres/migrations/002-agent-channels.sql', 'lib/postgres/migrations/003-backend-identity.sql', 'LICENSE',
-      'scripts/install.js', 'lib/platform.js']) {
+      'scripts/install.js', 'lib/platform.js', 'bin/web-locks.js']) {
       assert.ok(files.includes(f), `${f} is in the tarball`);
     }
     // scripts/install.js is the install script; no other script ships.

@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 
 #include <errno.h>
+#include <linux/futex.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../unix/machine.h"
@@ -40,6 +42,67 @@ void wl__os_file_mutex_unlock(wl_manager_t *m) {
 
 void wl__os_file_mutex_consistent(wl_manager_t *m) {
   pthread_mutex_consistent(&m->file_mutex->mu);
+}
+
+/* The mutex's futex word, which the kernel marks FUTEX_OWNER_DIED when its
+ * holder dies: glibc's __lock, musl's _m_lock (its second int). */
+static unsigned wl__futex_word(pthread_mutex_t *mu) {
+#ifdef __GLIBC__
+  return (unsigned)__atomic_load_n(&mu->__data.__lock, __ATOMIC_ACQUIRE);
+#else
+  return (unsigned)__atomic_load_n(&mu->__u.__vi[1], __ATOMIC_ACQUIRE);
+#endif
+}
+
+typedef struct {
+  wl_manager_t *m;
+  unsigned wait_ms;
+  void (*look)(void *arg);
+  void *arg;
+  int rc;
+} wl__peek_t;
+
+/* A thread that ends holding the mutex (found after its holder died)
+ * leaves it as it found it: the kernel (or musl, in pthread_exit) marks
+ * it FUTEX_OWNER_DIED again, and the next taker repairs. */
+static void *wl__peek_thread(void *arg) {
+  wl__peek_t *p = arg;
+  pthread_mutex_t *mu = &p->m->file_mutex->mu;
+  struct timespec until;
+  int rc;
+
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += p->wait_ms / 1000;
+  until.tv_nsec += (long)(p->wait_ms % 1000) * 1000000;
+  if (until.tv_nsec >= 1000000000) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000;
+  }
+  rc = pthread_mutex_timedlock(mu, &until);
+  if (rc == 0) {
+    p->look(p->arg);
+    pthread_mutex_unlock(mu);
+  }
+  p->rc = rc == 0            ? 0
+          : rc == EOWNERDEAD ? WL__EOWNERDEAD
+          : rc == ETIMEDOUT  ? -ETIMEDOUT
+                             : WL_ECORRUPT;
+  return NULL;
+}
+
+/* A mutex marked dead is left alone: taking it would write its words. */
+int wl__os_file_mutex_peek(wl_manager_t *m, unsigned wait_ms,
+                           void (*look)(void *arg), void *arg) {
+  wl__peek_t p = {m, wait_ms, look, arg, 0};
+  pthread_t thread;
+  int rc;
+
+  if (wl__futex_word(&m->file_mutex->mu) & FUTEX_OWNER_DIED)
+    return WL__EOWNERDEAD;
+  if ((rc = wl__thread_start(&thread, wl__peek_thread, &p)) != 0)
+    return rc;
+  pthread_join(thread, NULL);
+  return p.rc;
 }
 
 int wl__os_file_join(wl_manager_t *m, const struct stat *st) {

@@ -79,3 +79,49 @@ void wl__os_file_mutex_unlock(wl_manager_t *m) {
 }
 
 void wl__os_file_mutex_consistent(wl_manager_t *m) { m->local->dead = 0; }
+
+/* Waits a moment, doubling it up to 10 ms: 0, or -ETIMEDOUT once the
+ * deadline (wl__os_now's) has passed. */
+static int wl__nap(struct timespec *moment, uint64_t deadline) {
+  if (wl__os_now() >= deadline)
+    return -ETIMEDOUT;
+  nanosleep(moment, NULL);
+  if (moment->tv_nsec < 10000000)
+    moment->tv_nsec *= 2;
+  return 0;
+}
+
+/* Both locks, each asked for again until the deadline (a blocking wait
+ * could last for good: a stopped holder); then the words are only read.
+ * A live holder would hold the byte: with it, `holder` set says the last
+ * one died holding it. */
+int wl__os_file_mutex_peek(wl_manager_t *m, unsigned wait_ms,
+                           void (*look)(void *arg), void *arg) {
+  wl__os_local_t *l = m->local;
+  uint64_t deadline = wl__os_now() + (uint64_t)wait_ms * 1000000;
+  struct timespec moment = {0, 100000};
+  int rc = 0;
+
+  while (pthread_mutex_trylock(&l->mu) != 0) {
+    if ((rc = wl__nap(&moment, deadline)) != 0)
+      return rc;
+  }
+  while (rc == 0 &&
+         wl__posix_lock(l->fd, F_SETLK, F_WRLCK, WL__MUTEX_AT) != 0) {
+    if (errno != EAGAIN && errno != EACCES && errno != EINTR)
+      rc = WL_ECORRUPT;
+    else
+      rc = wl__nap(&moment, deadline);
+  }
+  if (rc == 0) {
+    if (__atomic_load_n(&m->file_mutex->broken, __ATOMIC_SEQ_CST) != 0)
+      rc = WL_ECORRUPT;
+    else if (__atomic_load_n(&m->file_mutex->holder, __ATOMIC_SEQ_CST) != 0)
+      rc = WL__EOWNERDEAD;
+    else
+      look(arg);
+    wl__posix_lock(l->fd, F_SETLK, F_UNLCK, WL__MUTEX_AT);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}

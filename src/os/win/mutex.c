@@ -46,3 +46,35 @@ void wl__os_file_mutex_unlock(wl_manager_t *m) {
 }
 
 void wl__os_file_mutex_consistent(wl_manager_t *m) { m->local->dead = 0; }
+
+/* The look's handle is its own (wl_scope_peek): no other thread waits on
+ * it, and its SRW lock is not needed. The byte is asked for again, after a
+ * moment that doubles up to 10 ms, until the deadline (a blocking wait
+ * could last for good: a holder that does not run); then the words are
+ * only read. A live holder would hold the byte: with it, `holder` set says
+ * the last one died holding it. */
+int wl__os_file_mutex_peek(wl_manager_t *m, unsigned wait_ms,
+                           void (*look)(void *arg), void *arg) {
+  ULONGLONG deadline = GetTickCount64() + wait_ms;
+  DWORD moment = 1;
+  int rc = 0;
+
+  while (!wl__win_lock(m->fd, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
+                       WL__MUTEX_AT)) {
+    if (GetLastError() != ERROR_LOCK_VIOLATION)
+      return WL_ECORRUPT;
+    if (GetTickCount64() >= deadline)
+      return -ETIMEDOUT;
+    Sleep(moment);
+    if (moment < 10)
+      moment *= 2;
+  }
+  if (__atomic_load_n(&m->file_mutex->broken, __ATOMIC_SEQ_CST) != 0)
+    rc = WL_ECORRUPT;
+  else if (__atomic_load_n(&m->file_mutex->holder, __ATOMIC_SEQ_CST) != 0)
+    rc = WL__EOWNERDEAD;
+  else
+    look(arg);
+  wl__win_lock(m->fd, (DWORD)-1, WL__MUTEX_AT);
+  return rc;
+}
