@@ -18,6 +18,7 @@
 
 const os = require('os')
 const { machineTarget } = require('./manager-machine.js')
+const { findDeadlocks } = require('./deadlock.js')
 
 // How long a look waits for a scope's mutex that another process holds.
 const WAIT_MS = 5000
@@ -29,13 +30,18 @@ function failure (code, message) {
   return error
 }
 
-// The cycles of waits among the entries (a holder waiting, inside its own
-// hold, for a lock that a waiter behind it holds, and so on back to it):
-// the one place where they are computed. lib/deadlock.js's
-// findDeadlocks(snapshot) is to be called here; until it is, no cycle is
-// reported (an empty list, and the text says nothing of cycles).
+// The cycles of waits among the entries (lib/deadlock.js): each a list of
+// its pending requests, { name, mode, clientId, waitsFor, serial, pid, host }.
+// Only requests made by threads that watched for deadlocks carry the lock
+// inside whose callback they were made (README, "Deadlocks, found and
+// named"), so only their cycles are seen.
 function findCycles (snapshot) {
-  return []
+  const byKey = new Map()
+  for (const e of snapshot.pending) byKey.set(`${e.clientId}\n${e.serial}`, e)
+  return findDeadlocks(snapshot).map(({ cycle, requests }) => cycle.map((step, k) => {
+    const e = byKey.get(`${requests[k].clientId}\n${requests[k].serial}`)
+    return { ...step, serial: e.serial, pid: e.pid, host: e.host }
+  }))
 }
 
 // The binding's look at the file of a machine-wide scope, or an Error
@@ -119,7 +125,7 @@ function formatText (doc) {
     pending.forEach((e, i) => lines.push(`  waiting ${String(i + 1).padEnd(2)}${describe(e)}`))
   }
   for (const cycle of doc.cycles) {
-    lines.push('', `cycle: ${cycle.map((e) => `${JSON.stringify(e.name)} (client ${e.clientId}, pid ${e.pid})`).join(' -> ')}`)
+    lines.push('', `deadlock: ${cycle.map((e) => `${JSON.stringify(e.name)} (${e.mode}) by client ${e.clientId} (pid ${e.pid}) waits for ${e.waitsFor}`).join('; ')}`)
   }
   return lines.join('\n') + '\n'
 }

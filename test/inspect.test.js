@@ -16,19 +16,28 @@ const CLI = path.join(PKG, 'bin', 'web-locks.js');
 const machine = ['linux', 'darwin', 'win32'].includes(process.platform);
 
 // A child process with the scope open, told what to do line by line on its
-// stdin ("hold <name> <mode>", "wait <name> <mode>"), which answers each
-// line once the request is in the manager; it ends when killed.
+// stdin ("hold <name> <mode>", "wait <name> <mode>", either with the name
+// of a lock it holds after them: the request is made inside that lock's
+// callback), which answers each line once the request is in the manager;
+// it ends when killed. It watches for deadlocks (WEB_LOCKS_DEADLOCKS).
 const AGENT = `
 const { openLockManager } = require(process.argv[1]);
+const { AsyncResource } = require('node:async_hooks');
 const readline = require('node:readline');
 (async () => {
   const m = await openLockManager(process.argv[2], { dir: process.argv[3] });
   setInterval(() => {}, 1 << 30);
+  const insides = new Map();
   for await (const line of readline.createInterface({ input: process.stdin })) {
-    const [what, name, mode] = line.split(' ');
+    const [what, name, mode, inside] = line.split(' ');
     let granted;
     const got = new Promise((resolve) => { granted = resolve; });
-    m.request(name, { mode }, () => { granted(); return new Promise(() => {}); });
+    const make = () => m.request(name, { mode }, () => {
+      insides.set(name, AsyncResource.bind((fn) => fn()));
+      granted();
+      return new Promise(() => {});
+    });
+    if (inside === undefined) make(); else insides.get(inside)(make);
     if (what === 'hold') await got;
     await m.query();
     process.stdout.write('ok ' + line + '\\n');
@@ -86,7 +95,8 @@ function nextLine(child) {
   });
 
   function agent(scope) {
-    const child = childProcess.spawn(process.execPath, ['-e', AGENT, PKG, scope, dir], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const env = Object.assign({}, process.env, { WEB_LOCKS_DEADLOCKS: 'watch' });
+    const child = childProcess.spawn(process.execPath, ['-e', AGENT, PKG, scope, dir], { stdio: ['pipe', 'pipe', 'inherit'], env });
     children.push(child);
     return child;
   }
@@ -173,6 +183,35 @@ function nextLine(child) {
     assert.ok(fs.readFileSync(file(scope)).equals(before), 'the file is as it was');
     // And still unswept: the next look sees the same.
     assert.deepEqual((await inspectJson(scope)).held.map((e) => e.alive), doc.held.map(() => false));
+  });
+
+  it('names a deadlock of two processes, each waiting inside its lock for the other\'s', async function () {
+    const scope = scopeName('inspect-cycle');
+    const a = agent(scope);
+    const b = agent(scope);
+    await tell(a, 'hold x exclusive');
+    await tell(b, 'hold y exclusive');
+    await tell(a, 'wait y exclusive x');
+    await tell(b, 'wait x shared y');
+    const doc = await inspectJson(scope);
+    const [ca, cb] = [doc.held.find((e) => e.name === 'x').clientId, doc.held.find((e) => e.name === 'y').clientId];
+    assert.equal(doc.cycles.length, 1);
+    const steps = [...doc.cycles[0]].sort((p, q) => (p.name < q.name ? -1 : 1));
+    assert.deepEqual(steps.map(({ name, mode, clientId, waitsFor, pid }) => ({ name, mode, clientId, waitsFor, pid })), [
+      { name: 'x', mode: 'shared', clientId: cb, waitsFor: ca, pid: b.pid },
+      { name: 'y', mode: 'exclusive', clientId: ca, waitsFor: cb, pid: a.pid },
+    ]);
+    const { stdout } = await inspect(scope, '--dir', dir);
+    assert.match(stdout, new RegExp(`\\ndeadlock: .*"y" \\(exclusive\\) by client ${ca} \\(pid ${a.pid}\\) waits for ${cb}`));
+    // Two requests waiting on each other's locks, made outside them: none.
+    const scope2 = scopeName('inspect-nocycle');
+    const c = agent(scope2);
+    const d = agent(scope2);
+    await tell(c, 'hold x exclusive');
+    await tell(d, 'hold y exclusive');
+    await tell(c, 'wait y exclusive');
+    await tell(d, 'wait x exclusive');
+    assert.deepEqual((await inspectJson(scope2)).cycles, []);
   });
 
   it('--watch looks again until it is ended', async function () {
