@@ -180,7 +180,6 @@ describe('deadlocks: the watch and the keep-alive rule', function () {
 
 describe('deadlocks: a PostgreSQL manager closed during a look', function () {
   this.timeout(30000);
-  before(function () { this.skip(); }); // the PostgreSQL manager gives no details() yet
 
   // look() checks agent.closed before it asks for the snapshot, not after:
   // a snapshot that comes back after close() is still published (and its
@@ -200,7 +199,7 @@ describe('deadlocks: a PostgreSQL manager closed during a look', function () {
     let closing;
     pg.Client.prototype.query = function (config, ...rest) {
       const result = Reflect.apply(original, this, [config, ...rest]);
-      if (closing === undefined && config !== null && typeof config === 'object' && typeof config.name === 'string' && config.name.endsWith('_snapshot')) {
+      if (closing === undefined && config !== null && typeof config === 'object' && typeof config.name === 'string' && config.name.endsWith('_details')) {
         closedAt = performance.now();
         closing = manager.close();
       }
@@ -224,7 +223,6 @@ describe('deadlocks: a PostgreSQL manager closed during a look', function () {
 
 describe('deadlocks: a PostgreSQL deadlock broken while a look is on its way', function () {
   this.timeout(30000);
-  before(function () { this.skip(); }); // the PostgreSQL manager gives no details() yet
 
   // waited() clears the watch's cycles when its last waiting request goes,
   // but a look whose snapshot is still on its way then reports the cycle
@@ -255,7 +253,7 @@ describe('deadlocks: a PostgreSQL deadlock broken while a look is on its way', f
     const original = pg.Client.prototype.query;
     pg.Client.prototype.query = function (config, ...rest) {
       const result = Reflect.apply(original, this, [config, ...rest]);
-      if (abortAtSnapshot && config !== null && typeof config === 'object' && typeof config.name === 'string' && config.name.endsWith('_snapshot')) {
+      if (abortAtSnapshot && config !== null && typeof config === 'object' && typeof config.name === 'string' && config.name.endsWith('_details')) {
         abortAtSnapshot = false;
         controller.abort();
       }

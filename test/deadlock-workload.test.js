@@ -224,6 +224,13 @@ const SETUPS = [
     skip: !machine && 'no machine-wide manager on this platform',
     data: (dir) => ({ scope: scopeName('workload'), options: { dir } }),
   },
+  {
+    title: 'PostgreSQL',
+    data: async () => {
+      const { postgres } = require('./fixtures/postgres');
+      return { scope: scopeName('workload'), options: { postgres: (await postgres()).url } };
+    },
+  },
 ];
 
 for (const setup of SETUPS) {
@@ -235,7 +242,7 @@ for (const setup of SETUPS) {
     before(async function () {
       if (setup.skip) this.skip();
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-locks-workload-'));
-      const data = { pkg: PKG, prefix: uniq('w'), ...setup.data(dir) };
+      const data = { pkg: PKG, prefix: uniq('w'), ...(await setup.data(dir)) };
       agents = [0, 1, 2].map(() => spawnAgent(data));
       for (const a of agents) a.clientId = (await a.next((m) => m.ready, 'an agent ready')).ready;
     });

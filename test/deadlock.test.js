@@ -127,7 +127,6 @@ const SETUPS = [
   {
     title: 'PostgreSQL (processes)',
     kind: 'process',
-    skip: 'the PostgreSQL manager gives no details() yet',
     agentPerOpen: true,
     open: async () => {
       const { url } = await postgres();
