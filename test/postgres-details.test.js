@@ -173,6 +173,12 @@ describe('openLockManager (PostgreSQL): details and inspect', function () {
     assert.deepEqual(granted.pending.map((e) => [e.serial, e.parent]), [[ax.serial, y.serial]]);
     // query() is as before.
     assert.deepEqual(only(await a.query(), 'x').held, [{ name: 'x', mode: 'exclusive', clientId: b.clientId }]);
+    // A closed backend does not join again (and sweep) to answer.
+    await a.close();
+    const ids = `SELECT last_value FROM ${q}.agent_ids`;
+    const last = (await admin.query(ids)).rows[0].last_value;
+    await assert.rejects(a.details(), { name: 'AbortError' });
+    assert.equal((await admin.query(ids)).rows[0].last_value, last);
   });
 
   it('inspectPostgres() shows a live agent\'s locks and requests, alive, and changes nothing, even for a role that may only read', async function () {

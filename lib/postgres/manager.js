@@ -89,8 +89,10 @@ class PostgresBackend {
 
   // The snapshot with each entry's serial, parent, client process and time
   // (see ../manager-process.js), on the same session, after the calls
-  // before it.
+  // before it. The watch for deadlocks may ask after close(): that would
+  // join anew.
   async details () {
+    if (this.closed) throw closedError()
     const session = await this.session()
     const { rows } = await this.call(session, this.sql.details, [this.target.scope])
     return snapshotOf(rows, detailedEntryOf)
