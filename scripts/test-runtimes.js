@@ -29,7 +29,7 @@ const BUN = '@oven/bun-linux-x64@1.4'
 const DENO = '@deno/linux-x64-glibc@2'
 const SUITES = ['request', 'threads', 'steal', 'signal', 'query', 'keep-alive', 'thread-end', 'polyfill', 'esm', 'names',
   'validation', 'callback', 'classes', 'async-context', 'diagnostics', 'if-available', 'bad-input', 'token', 'abort-event', 'bun',
-  'machine', 'machine-hostile', 'machine-full-crash', 'environment', 'acquire', 'tracing', 'deadlock', 'deadlock-edges', 'deadlock-model', 'deadlock-workload']
+  'machine', 'machine-hostile', 'machine-full-crash', 'environment', 'acquire', 'tracing', 'deadlock', 'deadlock-edges', 'deadlock-model', 'deadlock-workload', 'inspect']
 
 function fail (message) {
   console.error(`test-runtimes: ${message}`)
@@ -75,7 +75,10 @@ function main () {
   const bin = bun()
   console.log(`test-runtimes: Bun ${spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout.trim()}`)
   const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')
-  const suites = run(bin, [mocha, '--no-config', '--timeout', '20000', ...SUITES.map((s) => path.join('test', `${s}.test.js`))])
+  // The PostgreSQL fixture's root hooks stop the server it starts for the
+  // deadlock and inspect suites (without them the run never ends).
+  const suites = run(bin, [mocha, '--no-config', '--timeout', '20000', '--require', path.join('test', 'fixtures', 'postgres.js'),
+    ...SUITES.map((s) => path.join('test', `${s}.test.js`))], { WEB_LOCKS_DEADLOCK_WORKLOADS: '8' })
   const agents = run(bin, [mocha, '--config', path.join('test', 'agents.mocharc.json')], { WEB_LOCKS_TEST_AGENTS: 'processes' })
   const stress = run(bin, [mocha, '--no-config', '--grep', 'many processes on one scope', path.join('test', 'stress.test.js')])
   const polyfill = run(bin, ['test', '--preload', path.join(ROOT, 'polyfill.js'), path.join(ROOT, 'test', 'bun')])
