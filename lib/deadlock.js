@@ -341,10 +341,15 @@ function tick () {
   rearm()
 }
 
+// The next look keeps the thread alive only while a cycle seen is not yet
+// published (or rejected, where this thread asked): a deadlock that stays
+// keeps the thread no more than the spec's waits do (README, keep-alive).
 function rearm () {
   if (SetPrototypeGetSize(thread.watches) === 0) return
   let keep = false
-  SetPrototypeForEach(thread.watches, (w) => { if (w.seen.size > 0) keep = true })
+  SetPrototypeForEach(thread.watches, (w) => {
+    for (const looks of w.seen.values()) if (looks < (w.reject ? REJECT_ANY : PUBLISH_LOOKS)) keep = true
+  })
   binding.tickIn(WATCH_MS, keep)
 }
 

@@ -178,6 +178,28 @@ describe('deadlocks: the watch and the keep-alive rule', function () {
   });
 });
 
+describe('deadlocks: a deadlock that stays', function () {
+  this.timeout(20000);
+
+  // Published and left alone, a self-deadlock waits as the spec says; the
+  // thread then ends as it would without the watch (the keep-alive rule),
+  // not kept alive by the watch's looks.
+  it('lets the thread end once it is published, as without the watch', async function () {
+    const { execFile } = require('node:child_process');
+    const script = `
+      const diagnostics = require('node:diagnostics_channel');
+      const { locks } = require(${JSON.stringify(PKG)});
+      diagnostics.subscribe('web-locks.deadlock', () => console.log('heard'));
+      locks.request('z', () => locks.request('z', () => {}));
+    `;
+    const { code, stdout, stderr } = await new Promise((resolve) => {
+      execFile(process.execPath, ['-e', script], { timeout: 10000 }, (error, out, err) => resolve({ code: error ? (error.code ?? error.signal) : 0, stdout: out, stderr: err }));
+    });
+    assert.equal(stdout, 'heard\n', stderr);
+    assert.equal(code, 0);
+  });
+});
+
 describe('deadlocks: a PostgreSQL manager closed during a look', function () {
   this.timeout(30000);
 
