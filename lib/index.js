@@ -21,6 +21,7 @@ const {
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
 const deadlock = require('./deadlock.js')
+const { WAITING: DEADLOCK_WAITING, WITHDRAWN: DEADLOCK_WITHDRAWN } = deadlock
 const { machineTarget, openMachine, admitMachine, machineBackend } = require('./manager-machine.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./postgres/manager.js')
 const { MACHINE_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
@@ -85,6 +86,9 @@ class LockRequest {
   // callback it was made, or 0 (deadlock.js).
   serial = 0
   parent = 0
+  // Made while the thread watched for deadlocks: its serial and parent are
+  // known, and its callback runs in its frame (deadlock.js).
+  tracked = false
   // WAITING: in its queue, watched for deadlocks; WITHDRAWN: rejected as
   // part of one, its callback never to run (deadlock.js); else 0.
   deadlock = 0
@@ -116,7 +120,7 @@ class LockRequest {
       this.drop(this.backend.failure())
       return
     }
-    if (this.deadlock === deadlock.WAITING) deadlock.waited(this)
+    if (this.deadlock === DEADLOCK_WAITING) deadlock.waited(this)
     if (events & EV_GRANTED) {
       this.held = true
       this.grant = undefined
@@ -133,7 +137,7 @@ class LockRequest {
   run () {
     if (this.dropped) return
     // Granted before the withdrawal reached the manager: let go unused.
-    if (this.deadlock === deadlock.WITHDRAWN) {
+    if (this.deadlock === DEADLOCK_WITHDRAWN) {
       if (this.held) this.release()
       return
     }
@@ -167,8 +171,8 @@ class LockRequest {
     let result
     try {
       const lock = this.held ? new Lock(kToken, this.name, this.options.mode, this.token) : null
-      if (lock !== null && deadlock.watching()) result = deadlock.within(this, (l) => this.invoke(callback, l), lock)
-      else result = this.invoke(callback, lock)
+      if (lock !== null && this.tracked) result = deadlock.within(this, (l) => this.invoke(callback, l), lock)
+      else result = this.trace === undefined ? callback(lock) : tracing.reach(this, callback, lock)
     } catch (error) {
       // As a rejected waiting promise: released in a microtask, after those
       // the callback queued.
@@ -257,7 +261,7 @@ class LockRequest {
   settle (ok, value, ending) {
     if (this.settled) return
     this.settled = true
-    if (this.deadlock === deadlock.WAITING) deadlock.waited(this)
+    if (this.deadlock === DEADLOCK_WAITING) deadlock.waited(this)
     if (endChannel.hasSubscribers) {
       const { ifAvailable, steal } = this.options
       const payload = { name: this.name, mode: this.options.mode, ifAvailable, steal, error: ok ? undefined : value }
@@ -293,7 +297,7 @@ class LockRequest {
   withdraw (error) {
     if (this.settled) return
     deadlock.waited(this)
-    this.deadlock = deadlock.WITHDRAWN
+    this.deadlock = DEADLOCK_WITHDRAWN
     this.backend.abort(this)
     const { signal } = this.options
     if (signal !== undefined) unwatch(signal, this)
@@ -306,7 +310,7 @@ class LockRequest {
   // gives another error, and its callback never runs.
   drop (error) {
     this.backend.forget(this)
-    if (this.deadlock === deadlock.WAITING) deadlock.waited(this)
+    if (this.deadlock === DEADLOCK_WAITING) deadlock.waited(this)
     this.dropped = true
     this.held = false
     const { signal } = this.options
@@ -515,7 +519,10 @@ function makeRequest (request) {
       watch(signal, request)
       if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
     }
-    if (deadlock.watching()) request.parent = deadlock.parentOf(backend.agent)
+    if (deadlock.watching()) {
+      request.tracked = true
+      request.parent = deadlock.parentOf(backend.agent)
+    }
     queued = backend.request(name, (mode === 'shared' ? SHARED : 0) | (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0), request)
   } catch (error) {
     request.settled = true // never made: its abort steps must do nothing

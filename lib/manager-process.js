@@ -7,9 +7,9 @@
 // - request(name, how, request): makes the request (how: the mode in bit 0,
 //   the flags above it, events.js) with request.parent (the serial of the
 //   agent's lock inside whose callback it was made, or 0: deadlock.js),
-//   gives request.id a number and request.serial its serial (a number that
-//   no other request of the agent has, below 2^53), and returns whether
-//   the request is known to wait. It calls request.deliver(events)
+//   gives request.id a number and, if request.tracked, request.serial its
+//   serial (a number that no other request of the agent has, below 2^53),
+//   and returns whether the request is known to wait. It calls request.deliver(events)
 //   later for a grant (request.token set first), a miss or a steal, or a
 //   failure of the manager (then backend.failure() is the error). A
 //   native backend files the request in the thread's table
@@ -87,9 +87,12 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
     kind,
     native: true,
     request (name, how, request) {
+      // The binding reads the parent and sets it back to 0.
       const parent = request.parent
-      io[IO_PARENT_LO] = parent % 0x100000000
-      io[IO_PARENT_HI] = parent / 0x100000000
+      if (parent !== 0) {
+        io[IO_PARENT_LO] = parent % 0x100000000
+        io[IO_PARENT_HI] = parent / 0x100000000
+      }
       try {
         ops.request(name, how)
       } catch (error) {
@@ -99,7 +102,7 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
       const result = io[IO_RESULT]
       const id = result >>> 1
       request.id = id
-      request.serial = io[IO_SERIAL_HI] * 0x100000000 + io[IO_SERIAL_LO]
+      if (request.tracked) request.serial = io[IO_SERIAL_HI] * 0x100000000 + io[IO_SERIAL_LO]
       requests[id] = request
       return (result & 1) === 0
     },

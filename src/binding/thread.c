@@ -496,7 +496,9 @@ static int wlb__make(wlb_thread_t *t, wl_agent_t *agent, const char16_t *name,
 
   if (req == NULL)
     return WL_ENOMEM;
+  /* Read once: lib/ writes it only for a request that has one. */
   req->parent = (uint64_t)t->io[WLB_IO_PARENT_HI] << 32 | t->io[WLB_IO_PARENT_LO];
+  t->io[WLB_IO_PARENT_HI] = t->io[WLB_IO_PARENT_LO] = 0;
   rc = wl_request(agent, req, (const uint16_t *)name, len,
                   (wl_mode_t)(how & 1), how >> 1);
   if (rc < 0) {

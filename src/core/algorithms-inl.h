@@ -24,23 +24,24 @@
 /* Ends an operation: its result, or WL_ECORRUPT if it met a corrupt offset
  * (the handle then refuses every further operation). */
 static int wl__done(wl_manager_t *m, int rc) {
+  m->now = 0;
   wl__unlock(m);
   return WL__MACHINE(m) && wl__is_corrupt(m) ? WL_ECORRUPT : rc;
 }
 
-/* The next order key. Keys order a machine-wide manager's records for recovery
- * (core/recover.c); the process-wide manager is never recovered and stamps
- * none. (A grant's key is its token, which every manager gives.) */
-/* The next order key: a counter in the process-wide manager; in a
- * machine-wide one the time in microseconds (wl__os_now), made greater
- * than the last key, so that a request's keys say when it was made and
- * granted (wl_info_t). Either way no key repeats: recovery keeps the last.
- * (Microseconds since boot stay below 2^53 for 285 years.) */
+/* The next order key. Keys order a machine-wide manager's records for
+ * recovery (core/recover.c; a grant's key is its token), and name requests
+ * (wl_request_serial). A counter in the process-wide manager; in a
+ * machine-wide one the time in microseconds, made greater than the last
+ * key, so that a request's keys say when it was made and granted
+ * (wl_info_t): the time wl_request() read before it took the mutex
+ * (m->now), or else the clock's. Either way no key repeats: recovery keeps
+ * the last. (Microseconds since boot stay below 2^53 for 285 years.) */
 static uint64_t wl__stamp(wl_manager_t *m) {
   uint64_t last = WL__HDR(m)->stamp, now = last + 1;
 
   if (WL__MACHINE(m)) {
-    uint64_t t = wl__os_now() / 1000;
+    uint64_t t = m->now != 0 ? m->now : wl__os_now() / 1000;
     if (t > now)
       now = t;
   }
@@ -487,7 +488,7 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
                        const uint16_t *name, size_t name_len, wl_mode_t mode,
                        unsigned flags) {
   wl_manager_t *m = agent->m;
-  uint64_t hash;
+  uint64_t hash, now;
   wl_off_t n, r;
   wl__req_t *rec;
   int granted;
@@ -502,9 +503,11 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
     return WL_EINVAL;
   req->agent = agent;
   hash = wl__hash(m, name, name_len); /* outside the mutex: names can be long */
+  now = WL__MACHINE(m) ? wl__os_now() / 1000 : 0; /* and a clock read */
 
   if ((granted = wl__lock(m)) != 0)
     return granted;
+  m->now = now;
   if (!wl__agent_live(m, agent)) {
     wl__corrupt(m);
     return wl__done(m, WL_ECORRUPT);

@@ -268,6 +268,9 @@ struct wl_manager_s {
   uint64_t work_size;
   wl__os_fd_t fd;
   wl__waker_t wakers[WL__WAKERS]; /* used under the mutex */
+  /* Under the mutex, while wl_request() runs: the time (us) it read before
+   * taking it, which its stamps use (wl__stamp); else 0. */
+  uint64_t now;
 };
 
 #define WL__HDR(m) ((wl__hdr_t *)(m)->base)
