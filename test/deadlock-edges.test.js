@@ -144,11 +144,10 @@ describe('deadlocks: a deadlock that forms again', function () {
 describe('deadlocks: the watch and the keep-alive rule', function () {
   this.timeout(20000);
 
-  // The first look of a request that starts to wait is meant to be on a
-  // ref'd timer (lib/deadlock.js arm()), so that a thread whose requests
-  // wait only on itself is not let go before it looked. But arm() does
-  // nothing while a timer is set: a look still due from an earlier wait
-  // (unref'd, up to 250 ms away) serves instead, and the thread ends first.
+  // The first look after a request starts to wait keeps the thread alive,
+  // so that a thread whose requests wait only on itself is not let go
+  // before it looked, even while a later, unref'd look of an earlier wait
+  // is due (the first design's review found the thread let go).
   it('a self-deadlock shortly after another wait is still rejected before the thread is let go', async function () {
     const { execFile } = require('node:child_process');
     const script = `
@@ -157,10 +156,10 @@ describe('deadlocks: the watch and the keep-alive rule', function () {
       rejectDeadlocks(locks);
       (async () => {
         const worker = new Worker(\`
-          const { parentPort } = require('node:worker_threads');
-          const { locks } = require(${JSON.stringify(PKG)});
+          const { parentPort, workerData } = require('node:worker_threads');
+          const { locks } = require(workerData);
           locks.request('y', () => { parentPort.postMessage('holding'); return new Promise((r) => setTimeout(r, 100)); });
-        \`, { eval: true });
+        \`, { eval: true, workerData: ${JSON.stringify(PKG)} });
         await new Promise((resolve) => worker.once('message', resolve));
         // Waits ~100 ms for the worker: the watch looks at 20 ms, then arms
         // an unref'd look 250 ms later.
