@@ -290,6 +290,22 @@ for (const setup of SETUPS) {
             }
           }
         }
+        // The manager's state is the model's (one query() made by an agent
+        // of this workload's manager).
+        agents[0].worker.postMessage({ op: 'query' });
+        const { state } = await agents[0].next((m) => m.state !== undefined, 'the state');
+        const describe = (r) => `${r.name} ${r.mode} ${agents[r.agent].clientId}`;
+        const mine = (e) => e.name.startsWith(`${prefix}-`);
+        const real = {
+          held: state.held.filter(mine).map((e) => `${e.name} ${e.mode} ${e.clientId}`).sort(),
+          pending: state.pending.filter(mine).map((e) => `${e.name} ${e.mode} ${e.clientId}`),
+        };
+        const modelled = { held: [], pending: [] };
+        for (const list of model.held.values()) for (const r of list) modelled.held.push(describe(r));
+        modelled.held.sort();
+        for (const name of [...model.queues.keys()]) for (const r of model.queues.get(name)) modelled.pending.push(describe(r));
+        const byName = (list) => [...list].sort((x, y) => (x.split(' ')[0] < y.split(' ')[0] ? -1 : x.split(' ')[0] > y.split(' ')[0] ? 1 : 0));
+        assert.deepEqual({ held: real.held, pending: byName(real.pending) }, { held: modelled.held, pending: byName(modelled.pending) }, `${where}: the manager's state is not the model's`);
         const stuckSet = stuck(model, requests);
         const cycles = onCycles(model, requests);
         for (const r of cycles) assert.ok(stuckSet.has(r), `${where}: request ${r.id} is on a cycle but not stuck`);

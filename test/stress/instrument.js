@@ -313,6 +313,10 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
           unlock();
         }
       },
+      // Not recorded: the watch for deadlocks' own (lib/deadlock.js).
+      details: () => binding.details(),
+      setTick: (fn) => binding.setTick(fn),
+      tickIn: (ms, ref) => binding.tickIn(ms, ref),
     };
     return w;
   }
