@@ -241,7 +241,7 @@ const diagnostics = require('diagnostics_channel')
 const binding = require('./binding.js')
 const {
   PromisePrototypeThen, SafeMap, SafeSet, SetPrototypeAdd, SetPrototypeDelete, SetPrototypeGetSize, SetPrototypeForEach,
-  MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, domException
+  MapPrototypeGet, MapPrototypeSet, MapPrototypeDelete, SafeWeakRef, domException
 } = require('./intrinsics.js')
 
 const deadlockChannel = diagnostics.channel('web-locks.deadlock')
@@ -282,21 +282,38 @@ function frames () {
 }
 
 // The parent of a request about to be made: the innermost lock of the
-// same agent whose callback this runs in (inside a callback of another
-// manager's lock, its outer ones are looked at).
+// same agent whose callback this runs in and that is still held (inside a
+// callback of another manager's lock, its outer ones are looked at).
 function parentOf (agent) {
   if (thread.frames === undefined) return 0
-  for (let frame = thread.frames.getStore(); frame !== undefined; frame = frame.outer) {
-    if (frame.agent === agent && frame.request.held) return frame.request.serial
+  const frame = thread.frames.getStore()
+  if (frame === undefined) return 0
+  for (let i = 0; i < frame.length; i++) {
+    const { agent: a, request } = frame[i]
+    if (a !== agent) continue
+    const r = request.deref()
+    if (r !== undefined && r.held) return r.serial
   }
   return 0
 }
 
-// Runs a granted request's callback inside its frame, when the thread
-// watches.
+// Runs a granted request's callback inside its frame: the list of the
+// locks whose callbacks it runs in, innermost first, each with a weak
+// reference to its request, of those still held when it starts. A callback
+// that schedules more work (a timer, the next run of a job) hands its frame
+// on: held weakly and cut to what is held, no chain of old frames grows,
+// and no frame keeps a request (nor what its promise holds) alive.
 function within (request, fn, lock) {
   const als = frames()
-  return als.run({ __proto__: null, agent: request.backend.agent, request, outer: als.getStore() }, fn, lock)
+  const outer = als.getStore()
+  const frame = [{ __proto__: null, agent: request.backend.agent, request: new SafeWeakRef(request) }]
+  if (outer !== undefined) {
+    for (let i = 0; i < outer.length; i++) {
+      const r = outer[i].request.deref()
+      if (r !== undefined && r.held) frame[frame.length] = outer[i]
+    }
+  }
+  return als.run(frame, fn, lock)
 }
 
 function watchOf (backend) {

@@ -107,6 +107,7 @@ module.exports = {
   MapPrototypeDelete: uncurryThis(Map.prototype.delete),
   MapPrototypeForEach: uncurryThis(Map.prototype.forEach),
   SafeSet: Set,
+  SafeWeakRef: WeakRef,
   SetPrototypeAdd: uncurryThis(Set.prototype.add),
   SetPrototypeDelete: uncurryThis(Set.prototype.delete),
   SetPrototypeForEach: uncurryThis(Set.prototype.forEach),

@@ -199,6 +199,38 @@ describe('deadlocks: a deadlock that stays', function () {
   });
 });
 
+describe('deadlocks: what watching keeps', function () {
+  this.timeout(60000);
+
+  // A job that schedules its next run from inside its callback runs in the
+  // frame of the run before: frames that kept their requests, and the frames
+  // around them, kept every run ever made (found by the watch's review).
+  it('a job that schedules its next run from its callback keeps no memory of its past runs', async function () {
+    const { execFile } = require('node:child_process');
+    const script = `
+      const { locks } = require(${JSON.stringify(PKG)});
+      const heap = [];
+      let n = 0;
+      function job() {
+        locks.request('job', () => {
+          n++;
+          if (n % 10000 === 0) { global.gc(); heap.push(process.memoryUsage().heapUsed); }
+          if (n < 50000) setImmediate(job);
+          else console.log(JSON.stringify(heap));
+        });
+      }
+      job();
+    `;
+    const { stdout, stderr } = await new Promise((resolve) => {
+      execFile(process.execPath, ['--expose-gc', '-e', script], { timeout: 50000, env: Object.assign({}, process.env, { WEB_LOCKS_DEADLOCKS: 'watch' }) },
+        (error, out, err) => resolve({ stdout: out, stderr: err }));
+    });
+    const heap = JSON.parse(stdout);
+    assert.equal(heap.length, 5, stderr);
+    assert.ok(heap[4] - heap[0] < 2 * 1024 * 1024, `the heap grew from ${heap[0]} to ${heap[4]} bytes over 40,000 runs`);
+  });
+});
+
 describe('deadlocks: a PostgreSQL manager closed during a look', function () {
   this.timeout(30000);
 
