@@ -70,15 +70,19 @@ function graph ({ held, pending }) {
     if (e.last >= 0) succ[i].push(e.last)
     e.last = i
   }
-  // Parents: a held lock of the same agent.
+  // Parents: a held lock of the same agent. made[i]: pending request i was
+  // made inside a lock that is held.
+  const made = new Uint8Array(P)
   const parentEdge = (info, v) => {
     if (info.parent === 0) return
     const p = nodes.get(keyOf(info.clientId, info.parent))
-    if (p !== undefined && p >= P) succ[p].push(v)
+    if (p === undefined || p < P) return
+    succ[p].push(v)
+    if (v < P) made[v] = 1
   }
   for (let i = 0; i < P; i++) parentEdge(pending[i], i)
   for (let j = 0; j < H; j++) parentEdge(held[j], P + j)
-  return { P, H, succ }
+  return { P, H, succ, made }
 }
 
 // Strongly connected components (Tarjan's, without recursion): comp[v].
@@ -154,22 +158,25 @@ function shortestCycle (succ, comp, from) {
 }
 
 // The cycles of a manager's details() through the pending requests of the
-// agent `clientId` (every cycle if it is undefined). Of each strongly
-// connected component with a cycle through one of them, the shortest cycle
-// through each of its pending requests (from the first of its successors
-// on a tie), those that have one of the agent's: so every agent of a
-// cycle, looking at the same state, names the same cycles, and each of its
-// requests on a cycle is on one it names. Each is { key, cycle, requests,
-// mine, lead }:
-// key names the cycle whoever finds it (its pending requests' node keys,
-// sorted); cycle lists its pending requests in order, each { name, mode,
-// clientId, waitsFor }, from the least by key (its lead), and requests the
-// same as { clientId, serial }; mine, the serials
-// of `clientId`'s requests in it; lead, the lead's serial if it is one of
-// them, else undefined.
+// agent `clientId` (every cycle if it is undefined). A cycle leaves each held
+// lock on it through a request made inside it, which is what keeps the lock
+// held: these requests name it (its key, its lead, what a rejection ends);
+// the others on it only wait in a queue behind it, and rejecting one would
+// end no wait. Of each strongly connected component with a cycle through
+// one of the agent's pending requests, the shortest cycle through each
+// request made inside a lock (from the first of its successors on a tie),
+// those that have one of the agent's requests: every agent of a cycle,
+// looking at the same state, names the same cycles, and each of its
+// requests made inside a lock and on a cycle is on one it names. Each is
+// { key, cycle, requests, mine, lead }: key names the cycle whoever finds
+// it (its naming requests' node keys, sorted); cycle lists its pending
+// requests in order, each { name, mode, clientId, waitsFor }, from the
+// least naming one by key (its lead), and requests the same as
+// { clientId, serial }; mine, the serials of `clientId`'s naming requests
+// in it; lead, the lead's serial if it is one of them, else undefined.
 function findDeadlocks (snapshot, clientId) {
   const { pending, held } = snapshot
-  const { P, succ } = graph(snapshot)
+  const { P, succ, made } = graph(snapshot)
   const comp = components(succ)
   const size = new Map()
   for (let v = 0; v < succ.length; v++) size.set(comp[v], (size.get(comp[v]) || 0) + 1)
@@ -181,19 +188,20 @@ function findDeadlocks (snapshot, clientId) {
   }
   const found = new Map()
   for (let i = 0; i < P; i++) {
-    if (!cyclic.has(comp[i])) continue
+    if (made[i] === 0 || !cyclic.has(comp[i])) continue
     const path = shortestCycle(succ, comp, i)
     if (path === null) continue
     const members = path.filter((v) => v < P)
     if (clientId !== undefined && !members.some((v) => pending[v].clientId === clientId)) continue
-    const keys = members.map((v) => keyOf(pending[v].clientId, pending[v].serial))
+    const naming = members.filter((v) => made[v] === 1)
+    const keys = naming.map((v) => keyOf(pending[v].clientId, pending[v].serial))
     const key = [...keys].sort().join('\n\n')
     if (found.has(key)) continue
-    // Rotated to start at the least key, so that every thread names the
-    // cycle alike.
+    // Rotated to start at the least naming key, so that every thread names
+    // the cycle alike.
     let first = 0
     for (let k = 1; k < keys.length; k++) if (keys[k] < keys[first]) first = k
-    const start = path.indexOf(members[first])
+    const start = path.indexOf(naming[first])
     const rotated = [...path.slice(start), ...path.slice(0, start)]
     const cycle = []
     const requests = []
@@ -208,8 +216,8 @@ function findDeadlocks (snapshot, clientId) {
       const { name, mode } = pending[v]
       cycle.push({ name, mode, clientId: pending[v].clientId, waitsFor })
     }
-    const mine = members.filter((v) => pending[v].clientId === clientId).map((v) => pending[v].serial)
-    const lead = pending[members[first]].clientId === clientId ? pending[members[first]].serial : undefined
+    const mine = naming.filter((v) => pending[v].clientId === clientId).map((v) => pending[v].serial)
+    const lead = pending[naming[first]].clientId === clientId ? pending[naming[first]].serial : undefined
     found.set(key, { key, cycle, requests, mine, lead })
   }
   return [...found.values()]
@@ -346,16 +354,30 @@ function waited (request) {
   SetPrototypeDelete(w.waiting, request)
   if (SetPrototypeGetSize(w.waiting) === 0) {
     SetPrototypeDelete(thread.watches, w)
-    if (w.seen.size > 0) found(w, [])
+    // On a request's way out: whatever other code broke here ends the books
+    // of this watch's cycles, not the request.
+    try {
+      if (w.seen.size > 0) found(w, [])
+    } catch {}
   }
 }
 
 // The binding's tick (binding.js): every watch with waiting requests looks.
+// It runs from the addon's timer, where a throw would end the process:
+// whatever other code broke (a replaced builtin) ends a look, not more.
 function tick () {
   const watches = []
-  SetPrototypeForEach(thread.watches, (w) => watches.push(w))
-  for (const w of watches) w.look(w)
-  rearm()
+  try {
+    SetPrototypeForEach(thread.watches, (w) => { watches[watches.length] = w })
+  } catch {}
+  for (let i = 0; i < watches.length; i++) {
+    try {
+      watches[i].look(watches[i])
+    } catch {}
+  }
+  try {
+    rearm()
+  } catch {}
 }
 
 // The next look keeps the thread alive only while a cycle seen is not yet
@@ -390,8 +412,10 @@ function look (w) {
   w.looking = true
   PromisePrototypeThen(details, (snapshot) => {
     w.looking = false
-    seen(w, snapshot)
-    rearm()
+    try {
+      seen(w, snapshot)
+      rearm()
+    } catch {}
   }, () => { w.looking = false })
 }
 

@@ -38,6 +38,16 @@ async function contention() {
   return Promise.all([first, second]);
 }
 
+// Runs source in a fresh node with env added: { code, signal, stdout, stderr }.
+function run(source, env = {}, timeout = 8000) {
+  return new Promise((resolve) => {
+    require('node:child_process').execFile(process.execPath, ['-e', source],
+      { timeout, killSignal: 'SIGKILL', env: Object.assign({}, process.env, env) }, (error, stdout, stderr) => {
+        resolve({ code: error ? error.code : 0, signal: error ? error.signal : null, stdout, stderr });
+      });
+  });
+}
+
 describe('deadlocks: what the deadlock watch calls a deadlock', function () {
   this.timeout(20000);
   afterEach(() => rejectDeadlocks(locks, false));
@@ -333,5 +343,26 @@ describe('deadlocks: a PostgreSQL deadlock broken while a look is on its way', f
       diagnostics.unsubscribe('web-locks.deadlock', on);
       await manager.close();
     }
+  });
+});
+
+describe('deadlocks: the watch under sabotaged builtins', function () {
+  this.timeout(20000);
+
+  // test/hostile.test.js holds the shim to "every request behaves as without
+  // it" with Array.prototype's methods and iterator replaced after load.
+  // The watch's tick (deadlock.js tick(): an array and for...of) runs from
+  // the binding's timer, outside any try: its throw is an uncaught exception
+  // of the process, 20 ms after any request waited.
+  it('Array.prototype[Symbol.iterator] replaced after load, WEB_LOCKS_DEADLOCKS=watch: a request that waits is granted, the process does not crash', async function () {
+    const r = await run(`
+      const { locks } = require(${JSON.stringify(PKG)});
+      const saved = { write: process.stdout.write.bind(process.stdout), setTimeout };
+      Object.defineProperty(Array.prototype, Symbol.iterator, { value() { throw new Error('sabotaged iterator'); }, configurable: true, writable: true });
+      locks.request('x', () => new Promise((resolve) => saved.setTimeout(resolve, 100)));
+      locks.request('x', () => 'second').then((v) => saved.write(v + '\\n'));
+    `, { WEB_LOCKS_DEADLOCKS: 'watch' });
+    assert.equal(r.code, 0, `exit ${r.code} (${r.signal}): ${r.stderr.split('\n').slice(0, 6).join('\n')}`);
+    assert.equal(r.stdout, 'second\n');
   });
 });

@@ -3,8 +3,8 @@
 // snapshots (as details() gives them: each entry with its agent, serial and
 // parent): the pending requests on a cycle of the wait-for graph, found by
 // searching every path (no hubs, no components). For each agent, the finder
-// must name a cycle through each of its pending requests on one and
-// through no other; every cycle it names must be made of the graph's
+// must name a cycle through each of its requests made inside a held lock
+// that is on one, and through no other; every cycle it names must be made of the graph's
 // edges, with whom each step waits for; and every agent of a cycle that
 // one agent names must name it too, alike.
 const assert = require('node:assert/strict');
@@ -108,7 +108,7 @@ function checkCycle(s, out, found, where) {
 describe('deadlock finder (lib/deadlock.js) against a brute-force model', function () {
   this.timeout(120000);
 
-  it('names a cycle through every pending request on one and through no other, alike for every agent of it, over 20,000 random snapshots', function () {
+  it('names a cycle through every request made inside a lock on one and through no other, alike for every agent of it, over 20,000 random snapshots', function () {
     const base = Number(process.env.WEB_LOCKS_TEST_SEED) || Date.now() % 1000000;
     let cycles = 0;
     let falseBait = 0;
@@ -130,9 +130,12 @@ describe('deadlock finder (lib/deadlock.js) against a brute-force model', functi
           for (const serial of f.mine) covered.add(serial);
           cycles++;
         }
+        // Named by the requests made inside a held lock: a request only
+        // queued behind a cycle is on it, but rejecting it would end no wait.
+        const made = (p) => p.parent !== 0 && s.held.some((h) => h.clientId === p.clientId && h.serial === p.parent);
         s.pending.forEach((p, i) => {
           if (p.clientId !== clientId) return;
-          const on = reaches(out, `p${i}`, `p${i}`);
+          const on = made(p) && reaches(out, `p${i}`, `p${i}`);
           // A request waiting behind its agent's held lock that is on no
           // cycle: what a graph of agents would call a deadlock.
           if (!on && s.held.some((h) => h.clientId === clientId && h.name === p.name)) falseBait++;
@@ -184,5 +187,55 @@ describe('deadlock finder (lib/deadlock.js) against a brute-force model', functi
       pending: [{ name: 'z', mode: 'exclusive', clientId: 'A', serial: 3, parent: 2 }, { name: 'x', mode: 'exclusive', clientId: 'B', serial: 2, parent: 1 }],
     };
     assert.equal(findDeadlocks(nested, 'B').length, 1);
+  });
+});
+
+describe('deadlock finder: one deadlock with requests queued behind it', function () {
+  this.timeout(120000);
+
+  // A holds x and, inside x's callback, waits for y; C holds y and, inside
+  // y's callback, waits for x. Before C's request for x, n bystanders (B0..)
+  // asked for x outside any lock: they are queued ahead of C's, and each
+  // waits for the one ahead (deadlock.js graph()). The bystanders hold
+  // nothing and made nothing; ending any of them ends no wait.
+  function snapshot(n, bystander = (k) => `B${k}`) {
+    const held = [
+      { name: 'x', mode: 'exclusive', clientId: 'A', serial: 1, parent: 0 },
+      { name: 'y', mode: 'exclusive', clientId: 'C', serial: 2, parent: 0 },
+    ];
+    const pending = [{ name: 'y', mode: 'exclusive', clientId: 'A', serial: 3, parent: 1 }];
+    for (let k = 0; k < n; k++) pending.push({ name: 'x', mode: 'exclusive', clientId: bystander(k), serial: 10 + k, parent: 0 });
+    pending.push({ name: 'x', mode: 'exclusive', clientId: 'C', serial: 4, parent: 2 });
+    return { held, pending };
+  }
+
+  // README: published "once while it lasts": the cycle is named by the
+  // requests made inside a lock, not once more per request queued in it.
+  it('behind 10 bystanders, it is one deadlock to A (one cycle named, one publication)', function () {
+    assert.equal(findDeadlocks(snapshot(0), 'A').length, 1);
+    const cycles = findDeadlocks(snapshot(10), 'A');
+    assert.equal(cycles.length, 1, `${cycles.length} cycles named for one deadlock`);
+  });
+
+  // One search per request made inside a lock, not one per pending request
+  // of the component, each naming a cycle (O(n^2): 0.9 s for 2000 before,
+  // on the event loop of every watching thread every 250 ms).
+  it('behind 2000 bystanders, still one cycle named', function () {
+    const cycles = findDeadlocks(snapshot(2000), 'A');
+    assert.equal(cycles.length, 1);
+    assert.equal(cycles[0].mine.length, 1);
+  });
+
+  // rejectDeadlocks: the thread of a cycle's lead rejects that request, "and
+  // the other requests of the cycle then go on": a request only queued in it,
+  // whose key sorts first, must not be the lead (rejected for nothing).
+  it('the lead of every named cycle is a request whose withdrawal ends the deadlock', function () {
+    const s = snapshot(1, () => '0'); // the bystander's clientId sorts first
+    for (const { requests, cycle } of findDeadlocks(s)) {
+      const lead = requests[0];
+      const after = { held: s.held, pending: s.pending.filter((p) => p.clientId !== lead.clientId || p.serial !== lead.serial) };
+      const left = findDeadlocks(after, 'A');
+      assert.equal(left.length, 0, `withdrawing ${lead.clientId}'s request (the lead of ${JSON.stringify(cycle)}) left ${JSON.stringify(left.map((f) => f.cycle))}`);
+    }
   });
 });
