@@ -97,9 +97,18 @@ function duration (ms) {
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
 }
 
+// Text from the file or the database as the terminal may print it: any
+// user who can write a scope writes its clientIds (and a PostgreSQL
+// client its host), and control characters or bidirectional marks would
+// reach the terminal (escape sequences) or reorder the line.
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+function printable (text) {
+  return String(text).replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
 function describe (entry) {
-  const parts = [entry.mode.padEnd(9), `client ${entry.clientId}`, `pid ${entry.pid}`]
-  if (entry.host !== undefined && entry.host !== null) parts.push(`on ${entry.host}`)
+  const parts = [entry.mode.padEnd(9), `client ${printable(entry.clientId)}`, `pid ${entry.pid}`]
+  if (entry.host !== undefined && entry.host !== null) parts.push(`on ${printable(entry.host)}`)
   if (entry.elapsed !== null && entry.elapsed !== undefined) parts.push(`for ${duration(entry.elapsed)}`)
   if (entry.alive === false) parts.push('dead (not yet swept)')
   return parts.join('  ')
@@ -109,7 +118,7 @@ function describe (entry) {
 // place), its holders, then its waiters in queue order.
 function formatText (doc) {
   const where = doc.file !== undefined ? doc.file : `schema ${doc.schema}`
-  const lines = [`scope "${doc.scope}" (${where})${doc.host !== null ? ` on ${doc.host}` : ''}, at ${doc.at}`]
+  const lines = [`scope ${printable(JSON.stringify(doc.scope))} (${printable(where)})${doc.host !== null ? ` on ${printable(doc.host)}` : ''}, at ${doc.at}`]
   const names = new Map()
   const of = (name) => {
     if (!names.has(name)) names.set(name, { held: [], pending: [] })
@@ -120,12 +129,12 @@ function formatText (doc) {
   if (names.size === 0) lines.push('no lock held, no request waiting')
   for (const name of [...names.keys()].sort()) {
     const { held, pending } = names.get(name)
-    lines.push('', JSON.stringify(name))
+    lines.push('', printable(JSON.stringify(name)))
     for (const e of held) lines.push(`  held by   ${describe(e)}`)
     pending.forEach((e, i) => lines.push(`  waiting ${String(i + 1).padEnd(2)}${describe(e)}`))
   }
   for (const cycle of doc.cycles) {
-    lines.push('', `deadlock: ${cycle.map((e) => `${JSON.stringify(e.name)} (${e.mode}) by client ${e.clientId} (pid ${e.pid}) waits for ${e.waitsFor}`).join('; ')}`)
+    lines.push('', `deadlock: ${cycle.map((e) => `${printable(JSON.stringify(e.name))} (${e.mode}) by client ${printable(e.clientId)} (pid ${e.pid}) waits for ${printable(e.waitsFor)}`).join('; ')}`)
   }
   return lines.join('\n') + '\n'
 }

@@ -86,6 +86,7 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
     agent,
     kind,
     native: true,
+    deadlocks: undefined, // its watch for deadlocks (deadlock.js), once it has one
     request (name, how, request) {
       // The binding reads the parent and sets it back to 0.
       const parent = request.parent

@@ -317,3 +317,20 @@ describe('web-locks inspect --postgres', function () {
     assert.match(none.stderr, /no lock manager in the schema/);
   });
 });
+
+describe('web-locks inspect: the text form', function () {
+  // Whoever can write a scope writes its clientIds (a PostgreSQL client its
+  // host): escape sequences and bidirectional marks reach the terminal
+  // escaped, not as they are.
+  it('escapes control characters and bidirectional marks from the file', function () {
+    const { formatText } = require(path.join(PKG, 'lib', 'inspect.js'));
+    const text = formatText({
+      scope: 's', file: '/x', host: 'h', at: 'now', pending: [], cycles: [],
+      held: [{ name: 'a\u009b2J', mode: 'exclusive', clientId: '\u001b]0;title\u0007', pid: 1, host: 'h\u202e', elapsed: 5, alive: true }],
+    });
+    assert.doesNotMatch(text, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
+    assert.match(text, /client \\u001b\]0;title\\u0007  pid 1  on h\\u202e/);
+    assert.match(text, /"a\\u009b2J"/);
+  });
+});
+

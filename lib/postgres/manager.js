@@ -36,6 +36,7 @@ const { Requests, closedError, lostError } = require('./requests.js')
 // A backend (see ../manager-process.js) that is its own agent.
 class PostgresBackend {
   closed = false
+  deadlocks = undefined // its watch for deadlocks (../deadlock.js), once it has one
   // Each open is an agent of its own (index.js reads agent.closed).
   agent = this
   kind = 'postgres'

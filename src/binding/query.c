@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <uv.h>
-
 /* Entries of one name share one JS string (names[i], made on first use):
  * a long name held or awaited many times is copied once. */
 static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
@@ -15,7 +13,7 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
   napi_value array, entry, value;
   napi_value serial = NULL, parent = NULL, pid = NULL, elapsed = NULL;
   napi_value alive = NULL;
-  uint64_t now = details ? uv_hrtime() / 1000 : 0;
+  uint64_t now = details ? wl_clock() : 0;
   size_t i;
 
   WLB_CALL(env, napi_create_array_with_length(env, n, &array));

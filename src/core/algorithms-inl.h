@@ -753,7 +753,7 @@ static int wl__fill(wl_manager_t *m, wl__room_t *room, wl_off_t r,
   info->mode = req->mode == WL_SHARED ? WL_SHARED : WL_EXCLUSIVE;
   info->client_id = room->chars;
   info->client_id_len = id_len;
-  info->serial = (uint64_t)(req->qkey < 0 ? -req->qkey : req->qkey);
+  info->serial = wl__order_of(req->qkey);
   info->parent = req->parent;
   info->since = !WL__MACHINE(m) ? 0 : held ? req->mkey : info->serial;
   info->pid = wl__pid_of(m, agent);

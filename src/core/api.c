@@ -26,6 +26,8 @@ uint64_t wl_request_token(const wl_request_t *req) { return req->token; }
 
 uint64_t wl_request_serial(const wl_request_t *req) { return req->serial; }
 
+uint64_t wl_clock(void) { return wl__os_now() / 1000; }
+
 int wl_agent_status(const wl_agent_t *agent) {
   return agent->m->machine && wl__is_corrupt(agent->m) ? WL_ECORRUPT : 0;
 }

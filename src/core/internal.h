@@ -430,4 +430,10 @@ static inline const wl__ops_t *wl__ops(const wl_manager_t *m) {
 /* How many names the manager holds; for tests that check nothing leaks. */
 size_t wl__name_count(wl_manager_t *m);
 
+/* |q| of a request's order key (wl__req_t.qkey), read from the region:
+ * without the overflow of -q for a forged INT64_MIN. */
+static inline uint64_t wl__order_of(int64_t q) {
+  return q < 0 ? 0 - (uint64_t)q : (uint64_t)q;
+}
+
 #endif

@@ -118,7 +118,7 @@ static void wl__sort(wl_manager_t *m, wl__keyed_t *tmp, wl_off_t *reqs,
   for (i = 0; i < n; i++) {
     int64_t q = REQ(m, reqs[i])->qkey;
     tmp[i].off = reqs[i];
-    tmp[i].key = key == WL__REQUEST_ORDER ? (q < 0 ? -q : q)
+    tmp[i].key = key == WL__REQUEST_ORDER ? (int64_t)wl__order_of(q)
                  : key == offsetof(wl__req_t, qkey)
                      ? q
                      : (int64_t) * (uint64_t *)((char *)REQ(m, reqs[i]) + key);

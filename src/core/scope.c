@@ -342,6 +342,24 @@ static int wl__alive(wl_manager_t *m, wl_off_t o) {
   return !wl__os_life_ended(rec) && wl__os_life_held(m, o);
 }
 
+/* Owners already judged during one look: a system call per owner, not per
+ * entry, while the look holds everyone's mutex. */
+#define WL__ALIVE_CACHE 64
+typedef struct {
+  wl_off_t owner; /* 0: empty */
+  int alive;
+} wl__alive_t;
+
+static int wl__alive_cached(wl_manager_t *m, wl__alive_t *cache, wl_off_t o) {
+  wl__alive_t *slot = &cache[(o >> WL__MIN_SHIFT) % WL__ALIVE_CACHE];
+
+  if (o != 0 && slot->owner == o)
+    return slot->alive;
+  slot->owner = o;
+  slot->alive = wl__alive(m, o);
+  return slot->alive;
+}
+
 /* Under the mutex, which the OS layer holds for it. What others used of
  * the region was reserved by them: a look only reads. */
 static void wl__look(void *arg) {
@@ -349,6 +367,7 @@ static void wl__look(void *arg) {
   wl_manager_t *m = l->m;
   wl__hdr_t *h = WL__HDR(m);
   uint64_t used = h->used;
+  wl__alive_t cache[WL__ALIVE_CACHE];
   size_t i;
 
   WL__HIDE(used);
@@ -361,10 +380,12 @@ static void wl__look(void *arg) {
   m->limit = used;
   if ((l->rc = wl__machine_ops.snapshot_copy(m, l->snap)) != 0)
     return;
+  memset(cache, 0, sizeof(cache));
   for (i = 0; i < l->snap->nheld; i++)
-    l->snap->held[i].alive = wl__alive(m, l->snap->held[i].owner);
+    l->snap->held[i].alive = wl__alive_cached(m, cache, l->snap->held[i].owner);
   for (i = 0; i < l->snap->npending; i++)
-    l->snap->pending[i].alive = wl__alive(m, l->snap->pending[i].owner);
+    l->snap->pending[i].alive =
+        wl__alive_cached(m, cache, l->snap->pending[i].owner);
   if (wl__is_corrupt(m)) {
     wl_snapshot_free(l->snap);
     l->rc = WL_ECORRUPT;

@@ -288,6 +288,10 @@ int wl_request(wl_agent_t *agent, wl_request_t *req, const uint16_t *name,
  * WL_EV_GRANTED, until the handle is used for another request; 0 before. */
 uint64_t wl_request_token(const wl_request_t *req);
 
+/* Now, on the clock of wl_info_t.since: microseconds of the monotonic
+ * clock that every process of the machine reads alike. */
+uint64_t wl_clock(void);
+
 /* The request's serial number, once wl_request() has returned 0 or
  * WL_GRANTED_AT_ONCE, until the handle is used for another request: no
  * other request of the manager has had or will have it (a crash may skip

@@ -465,8 +465,33 @@ static void test_no_repair_of_a_corrupt_region(void) {
   tshm_remove(path);
 }
 
+/* A request whose order key the file says is INT64_MIN: a snapshot takes
+ * its magnitude as its serial without overflow (UBSan aborted). */
+static void test_forged_order_key(void) {
+  wl_manager_t *m;
+  wl_agent_t a;
+  wl_request_t h;
+  wl_snapshot_t snap;
+  int rc;
+
+  tshm_path(path, sizeof(path), "forged-qkey");
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
+  h.parent = 0;
+  ASSERT_EQ(WL_GRANTED_AT_ONCE, wl_request(&a, &h, NAME("x"), WL_EXCLUSIVE, 0));
+  ((wl__req_t *)(m->base + h.off))->qkey = INT64_MIN;
+  rc = wl_snapshot(m, &snap);
+  ASSERT(rc == 0 || rc == WL_ECORRUPT);
+  if (rc == 0)
+    wl_snapshot_free(&snap);
+  wl_agent_close(&a);
+  wl_scope_close(m);
+  tshm_remove(path);
+}
+
 int main(void) {
   RUN(test_failed_repair_is_final);
+  RUN(test_forged_order_key);
   RUN(test_forged_indexes);
   RUN(test_snapshot_forged_name);
   RUN(test_snapshot_changed_between_walks);
