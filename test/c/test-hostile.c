@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -489,8 +490,40 @@ static void test_forged_order_key(void) {
   tshm_remove(path);
 }
 
+#if defined(__GLIBC__) && !WL_OS_POSIX
+/* A file whose mutex words (glibc's __lock at 40, __kind at 56) say: a
+ * robust priority-inheritance mutex held by a thread that does not exist.
+ * Its lock would ask the kernel (FUTEX_LOCK_PI), which answers ESRCH, on
+ * which glibc aborts the process: a look and an open say ECORRUPT instead. */
+static void test_forged_mutex_kind(void) {
+  wl_manager_t *m;
+  wl_snapshot_t snap;
+  char err[512];
+  int fd;
+  int32_t lock = 0x3ffffff0, kind;
+
+  tshm_path(path, sizeof(path), "forged-kind");
+  m = tscope_open(path, SIZE);
+  wl_scope_close(m);
+  fd = open(path, O_RDWR);
+  ASSERT(fd >= 0);
+  ASSERT_EQ(4, pread(fd, &kind, 4, 56));
+  kind |= PTHREAD_PRIO_INHERIT << 5; /* PTHREAD_MUTEX_PRIO_INHERIT_NP */
+  ASSERT_EQ(4, pwrite(fd, &kind, 4, 56));
+  ASSERT_EQ(4, pwrite(fd, &lock, 4, 40));
+  close(fd);
+  ASSERT_EQ(WL_ECORRUPT, wl_scope_peek(path, 0600, 1000, &snap, err, sizeof(err)));
+  m = NULL;
+  ASSERT_EQ(WL_ECORRUPT, wl_scope_open(path, SIZE, 0600, &m, err, sizeof(err)));
+  tshm_remove(path);
+}
+#endif
+
 int main(void) {
   RUN(test_failed_repair_is_final);
+#if defined(__GLIBC__) && !WL_OS_POSIX
+  RUN(test_forged_mutex_kind);
+#endif
   RUN(test_forged_order_key);
   RUN(test_forged_indexes);
   RUN(test_snapshot_forged_name);

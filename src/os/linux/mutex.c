@@ -28,8 +28,39 @@ int wl__os_file_mutex_init(wl__os_file_mutex_t *mu) {
   return -rc;
 }
 
+/* The mutex's kind word (glibc's __kind, musl's _m_type: its first int),
+ * which tells pthread how to take it. Another kind in the file (priority
+ * inheritance, whose lock asks the kernel about a thread id that the file
+ * names, and glibc aborts on ESRCH) is corruption, checked before every
+ * lock. musl keeps its owner-died mark there too (bit 8). */
+#ifdef __GLIBC__
+#define WL__KIND(mu) __atomic_load_n(&(mu)->__data.__kind, __ATOMIC_RELAXED)
+#define WL__KIND_MARKS 0
+#else
+#define WL__KIND(mu) __atomic_load_n(&(mu)->__u.__i[0], __ATOMIC_RELAXED)
+#define WL__KIND_MARKS 8
+#endif
+static int wl__kind = -1; /* what wl__os_file_mutex_init writes */
+
+__attribute__((constructor)) static void wl__kind_init(void) {
+  wl__os_file_mutex_t mu;
+
+  if (wl__os_file_mutex_init(&mu) == 0) {
+    wl__kind = WL__KIND(&mu.mu);
+    pthread_mutex_destroy(&mu.mu);
+  }
+}
+
+static int wl__kind_ok(pthread_mutex_t *mu) {
+  return (WL__KIND(mu) & ~WL__KIND_MARKS) == wl__kind;
+}
+
 int wl__os_file_mutex_lock(wl_manager_t *m) {
-  int rc = pthread_mutex_lock(&m->file_mutex->mu);
+  int rc;
+
+  if (WL__UNLIKELY(!wl__kind_ok(&m->file_mutex->mu)))
+    return WL_ECORRUPT;
+  rc = pthread_mutex_lock(&m->file_mutex->mu);
 
   if (__builtin_expect(rc == 0, 1))
     return 0;
@@ -97,6 +128,8 @@ int wl__os_file_mutex_peek(wl_manager_t *m, unsigned wait_ms,
   pthread_t thread;
   int rc;
 
+  if (!wl__kind_ok(&m->file_mutex->mu))
+    return WL_ECORRUPT;
   if (wl__futex_word(&m->file_mutex->mu) & FUTEX_OWNER_DIED)
     return WL__EOWNERDEAD;
   if ((rc = wl__thread_start(&thread, wl__peek_thread, &p)) != 0)
