@@ -21,7 +21,7 @@ const {
 } = require('./intrinsics.js')
 const { processBackend, snapshotInThisRealm } = require('./manager-process.js')
 const deadlock = require('./deadlock.js')
-const { WAITING: DEADLOCK_WAITING, WITHDRAWN: DEADLOCK_WITHDRAWN } = deadlock
+const { WAITING: DEADLOCK_WAITING, WITHDRAWN: DEADLOCK_WITHDRAWN, watching: deadlockWatching } = deadlock
 const { machineTarget, openMachine, admitMachine, machineBackend } = require('./manager-machine.js')
 const { postgresTarget, openPostgres, schemaSQL } = require('./postgres/manager.js')
 const { MACHINE_OPTIONS, POSTGRES_OPTIONS, rejectUnknown } = require('./options.js')
@@ -171,7 +171,7 @@ class LockRequest {
     let result
     try {
       const lock = this.held ? new Lock(kToken, this.name, this.options.mode, this.token) : null
-      if (lock !== null && this.tracked) result = deadlock.within(this, (l) => this.invoke(callback, l), lock)
+      if (lock !== null && this.tracked) result = this.runWithin(callback, lock)
       else result = this.trace === undefined ? callback(lock) : tracing.reach(this, callback, lock)
     } catch (error) {
       // As a rejected waiting promise: released in a microtask, after those
@@ -182,8 +182,10 @@ class LockRequest {
     this.wait(result)
   }
 
-  invoke (callback, lock) {
-    return this.trace === undefined ? callback(lock) : tracing.reach(this, callback, lock)
+  // Apart from run(): a closure there would make every run() allocate the
+  // variables it captures.
+  runWithin (callback, lock) {
+    return deadlock.within(this, (l) => this.trace === undefined ? callback(l) : tracing.reach(this, callback, l), lock)
   }
 
   // The spec's "resolve waiting with r", and the release upon its
@@ -519,7 +521,7 @@ function makeRequest (request) {
       watch(signal, request)
       if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
     }
-    if (deadlock.watching()) {
+    if (deadlockWatching()) {
       request.tracked = true
       request.parent = deadlock.parentOf(backend.agent)
     }
