@@ -136,9 +136,8 @@ class LockRequest {
 
   run () {
     if (this.dropped) return
-    // Granted before the withdrawal reached the manager: let go unused.
     if (this.deadlock === DEADLOCK_WITHDRAWN) {
-      if (this.held) this.release()
+      this.letGo()
       return
     }
     const { signal, signalOps } = this.options
@@ -180,6 +179,12 @@ class LockRequest {
       return
     }
     this.wait(result)
+  }
+
+  // Granted before its withdrawal as part of a deadlock reached the
+  // manager: released unused.
+  letGo () {
+    if (this.held) this.release()
   }
 
   // Apart from run(): a closure there would make every run() allocate the
@@ -495,6 +500,14 @@ function requestLock (backend, name, options, callback, method) {
   return tracing.subscribed() ? tracing.traceRequest(request, makeRequest) : makeRequest(request)
 }
 
+// A request made while the thread watches for deadlocks: its parent, and
+// its callback in a frame (deadlock.js). Apart from makeRequest, which V8
+// inlines into request() only while it is small.
+function track (request) {
+  request.tracked = true
+  request.parent = deadlock.parentOf(request.backend.agent)
+}
+
 // Makes the request: its promise, or a throw for a request that its
 // manager refused.
 function makeRequest (request) {
@@ -521,10 +534,7 @@ function makeRequest (request) {
       watch(signal, request)
       if (request.settled) return promise // aborted meanwhile by a replaced addEventListener
     }
-    if (deadlockWatching()) {
-      request.tracked = true
-      request.parent = deadlock.parentOf(backend.agent)
-    }
+    if (deadlockWatching()) track(request)
     queued = backend.request(name, (mode === 'shared' ? SHARED : 0) | (ifAvailable ? IF_AVAILABLE : 0) | (steal ? STEAL : 0), request)
   } catch (error) {
     request.settled = true // never made: its abort steps must do nothing
