@@ -305,13 +305,13 @@ function parentOf (agent) {
   return 0
 }
 
-// Runs a granted request's callback inside its frame: the list of the
+// Runs fn (a granted request's run()) inside the request's frame: the list of the
 // locks whose callbacks it runs in, innermost first, each with a weak
 // reference to its request, of those still held when it starts. A callback
 // that schedules more work (a timer, the next run of a job) hands its frame
 // on: held weakly and cut to what is held, no chain of old frames grows,
 // and no frame keeps a request (nor what its promise holds) alive.
-function within (request, fn, lock) {
+function within (request, fn) {
   const als = frames()
   const outer = als.getStore()
   const frame = [{ __proto__: null, agent: request.backend.agent, request: new SafeWeakRef(request) }]
@@ -321,7 +321,7 @@ function within (request, fn, lock) {
       if (r !== undefined && r.held) frame[frame.length] = outer[i]
     }
   }
-  return als.run(frame, fn, lock)
+  return als.run(frame, fn)
 }
 
 function watchOf (backend) {

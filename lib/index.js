@@ -136,10 +136,6 @@ class LockRequest {
 
   run () {
     if (this.dropped) return
-    if (this.deadlock === DEADLOCK_WITHDRAWN) {
-      this.letGo()
-      return
-    }
     const { signal, signalOps } = this.options
     if (this.held && signal !== undefined) {
       unwatch(signal, this)
@@ -170,8 +166,7 @@ class LockRequest {
     let result
     try {
       const lock = this.held ? new Lock(kToken, this.name, this.options.mode, this.token) : null
-      if (lock !== null && this.tracked) result = this.runWithin(callback, lock)
-      else result = this.trace === undefined ? callback(lock) : tracing.reach(this, callback, lock)
+      result = this.trace === undefined ? callback(lock) : tracing.reach(this, callback, lock)
     } catch (error) {
       // As a rejected waiting promise: released in a microtask, after those
       // the callback queued.
@@ -184,13 +179,13 @@ class LockRequest {
   // Granted before its withdrawal as part of a deadlock reached the
   // manager: released unused.
   letGo () {
-    if (this.held) this.release()
+    if (!this.dropped && this.held) this.release()
   }
 
-  // Apart from run(): a closure there would make every run() allocate the
-  // variables it captures.
-  runWithin (callback, lock) {
-    return deadlock.within(this, (l) => this.trace === undefined ? callback(l) : tracing.reach(this, callback, l), lock)
+  // run() inside the request's frame (deadlock.js), so that what its
+  // callback requests is known to be made inside its lock.
+  runWithin () {
+    deadlock.within(this, () => this.run())
   }
 
   // The spec's "resolve waiting with r", and the release upon its
@@ -333,8 +328,13 @@ class LockRequest {
 // manager's requests, granted ones whose reaction has yet to run included.)
 Object.defineProperty(LockRequest.prototype, 'then', { value: undefined })
 
+// The deadlock watch's part is here, not in run(), which V8 inlines only
+// while it is small: a request withdrawn as part of a deadlock but granted
+// meanwhile is let go, and a tracked one's callback runs in its frame.
 function runGranted (request) {
-  request.run()
+  if (request.deadlock === DEADLOCK_WITHDRAWN) request.letGo()
+  else if (request.tracked && request.held) request.runWithin()
+  else request.run()
 }
 
 // A native promise's then calls at most one of its reactions, once: no
