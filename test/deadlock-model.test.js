@@ -9,21 +9,9 @@
 // one agent names must name it too, alike.
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const { PKG } = require('./fixtures/util');
+const { PKG, random } = require('./fixtures/util');
 
 const { findDeadlocks } = require(path.join(PKG, 'lib', 'deadlock.js'));
-
-// mulberry32: a failure names its seed (WEB_LOCKS_TEST_SEED reruns it).
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // Held entries first (a parent is an earlier held entry of its agent, or
 // none), then pending ones (a parent is any held entry of its agent).

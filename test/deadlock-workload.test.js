@@ -23,7 +23,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
-const { PKG, uniq, scopeName } = require('./fixtures/util');
+const { PKG, random, uniq, scopeName } = require('./fixtures/util');
 
 const WORKER = path.join(__dirname, 'fixtures', 'deadlock-worker.js');
 const machine = ['linux', 'darwin', 'win32'].includes(process.platform);
@@ -33,18 +33,6 @@ const WORKLOADS = Number(process.env.WEB_LOCKS_DEADLOCK_WORKLOADS) || 24;
 // reported where there is no deadlock.
 const REPORT_MS = 3000;
 const QUIET_MS = 800;
-
-// mulberry32: a failure names its seed (WEB_LOCKS_TEST_SEED reruns it).
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function workload(rand, prefix) {
   const pick = (n) => Math.floor(rand() * n);

@@ -302,8 +302,10 @@ static napi_value wlb_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* scopeQuery(handle) -> the snapshot of a machine-wide manager. */
-static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
+/* The snapshot of the manager of the handle in the arguments (query.c's
+ * what: WLB_SPEC or WLB_DETAILS). */
+static napi_value wlb__scope_snapshot(napi_env env, napi_callback_info info,
+                                      int what) {
   napi_value argv[1];
   wlb_thread_t *t;
   wlb_agent_t *a;
@@ -311,19 +313,17 @@ static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
 
   if ((a = wlb__scope_args(env, info, 1, argv, &t, &h)) == NULL)
     return NULL;
-  return wlb__query(env, a->seg->m, WLB_SPEC);
+  return wlb__query(env, a->seg->m, what);
+}
+
+/* scopeQuery(handle) -> the snapshot of a machine-wide manager. */
+static napi_value wlb_scope_query(napi_env env, napi_callback_info info) {
+  return wlb__scope_snapshot(env, info, WLB_SPEC);
 }
 
 /* scopeDetails(handle) -> the same with each entry's details (query.c). */
 static napi_value wlb_scope_details(napi_env env, napi_callback_info info) {
-  napi_value argv[1];
-  wlb_thread_t *t;
-  wlb_agent_t *a;
-  uint32_t h;
-
-  if ((a = wlb__scope_args(env, info, 1, argv, &t, &h)) == NULL)
-    return NULL;
-  return wlb__query(env, a->seg->m, WLB_DETAILS);
+  return wlb__scope_snapshot(env, info, WLB_DETAILS);
 }
 
 /* peek(path, mode, waitMs) -> { held, pending } of the manager in the file

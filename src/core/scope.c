@@ -276,6 +276,21 @@ static int wl__create_or_attach(wl_manager_t *m, const char *path,
                  path);
 }
 
+/* A manager of the file at path (shorter than WL__PATH_MAX), not yet
+ * opened: no descriptor yet. NULL when out of memory. */
+static wl_manager_t *wl__manager_new(const char *path) {
+  wl_manager_t *m = calloc(1, sizeof(*m));
+
+  if (m == NULL)
+    return NULL;
+  strcpy(m->path, path);
+  m->fd = WL__OS_NO_FD;
+#ifndef _WIN32
+  m->probe_fd = -1;
+#endif
+  return m;
+}
+
 int wl_scope_open(const char *path, uint64_t size, unsigned mode,
                   wl_manager_t **out, char *err, size_t errlen) {
   wl_manager_t *m;
@@ -289,18 +304,13 @@ int wl_scope_open(const char *path, uint64_t size, unsigned mode,
                    2 * WL__PAGE);
   if (strlen(path) >= WL__PATH_MAX)
     return wl__say(err, errlen, WL_EINVAL, "the path %s is too long", path);
-  m = calloc(1, sizeof(*m));
+  m = wl__manager_new(path);
   if (m == NULL)
     return wl__say(err, errlen, WL_ENOMEM, "out of memory");
   if (wl__os_mutex_init(&m->agents_mutex) != 0) {
     free(m);
     return wl__say(err, errlen, WL_ENOMEM, "out of memory");
   }
-  strcpy(m->path, path);
-  m->fd = WL__OS_NO_FD;
-#ifndef _WIN32
-  m->probe_fd = -1;
-#endif
   rc = wl__create_or_attach(m, path, size, mode, err, errlen);
   if (rc == 0) {
     /* Reserved before joining (which may repair), so that no repair asks
@@ -429,14 +439,9 @@ int wl_scope_peek(const char *path, unsigned mode, unsigned wait_ms,
                    "a manager file needs a path shorter than %d bytes and "
                    "permission bits 0600, 0660, 0606 or 0666",
                    WL__PATH_MAX);
-  m = calloc(1, sizeof(*m));
+  m = wl__manager_new(path);
   if (m == NULL)
     return wl__say(err, errlen, WL_ENOMEM, "out of memory");
-  strcpy(m->path, path);
-  m->fd = WL__OS_NO_FD;
-#ifndef _WIN32
-  m->probe_fd = -1;
-#endif
   rc = wl__os_file_attach(m, path, mode, err, errlen);
   if (rc == -ENOENT) {
     free(m);
