@@ -40,6 +40,12 @@ static int wl__done(wl_manager_t *m, int rc) {
 static uint64_t wl__stamp(wl_manager_t *m) {
   uint64_t last = WL__HDR(m)->stamp, now = last + 1;
 
+  /* Written since the file was checked: the operation fails as corrupt. */
+  if (WL__UNLIKELY(WL__MACHINE(m) && last >= WL__STAMP_MAX - 1)) {
+    wl__corrupt(m);
+    return 1;
+  }
+
   if (WL__MACHINE(m)) {
     uint64_t t = m->now != 0 ? m->now : wl__os_now() / 1000;
     if (t > now)

@@ -157,6 +157,10 @@ extern void (*wl__fault_hook)(const char *point);
 #define WL__FAULT(point) ((void)0)
 #endif
 
+/* Order keys (wl__stamp) stay below 2^53: serials reach JS as numbers, and
+ * a key never turns negative as an int64. A file that says more is corrupt. */
+#define WL__STAMP_MAX ((uint64_t)1 << 53)
+
 /* The region's header, at offset 0. */
 typedef struct {
   uint64_t size; /* bytes the region may use */

@@ -144,7 +144,8 @@ static int wl__check_region(const char *path, const wl__hdr_t *h,
                             uint64_t size, char *err, size_t errlen) {
   int c;
 
-  if (h->size != size || h->used > size || h->used < sizeof(*h))
+  if (h->size != size || h->used > size || h->used < sizeof(*h) ||
+      h->stamp >= WL__STAMP_MAX)
     return wl__say(err, errlen, WL_ECORRUPT,
                    "%s is corrupt: its region header is inconsistent", path);
   for (c = 0; c < WL__NCLASSES; c++) {

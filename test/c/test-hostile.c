@@ -519,8 +519,35 @@ static void test_forged_mutex_kind(void) {
 }
 #endif
 
+/* A header whose last order key is 2^53 or more: serials would lose
+ * precision in JS and keys turn negative as int64. Written after the open,
+ * the next request fails as corrupt; in the file, the open refuses it. */
+static void test_forged_stamp(void) {
+  wl_manager_t *m;
+  wl_agent_t a;
+  wl_request_t r;
+  char err[512];
+
+  tshm_path(path, sizeof(path), "forged-stamp");
+  m = tscope_open(path, SIZE);
+  ASSERT_EQ(0, wl_agent_init(m, &a, ID("a"), tignore_notify));
+  WL__HDR(m)->stamp = WL__STAMP_MAX;
+  r.parent = 0;
+  ASSERT_EQ(WL_ECORRUPT, wl_request(&a, &r, NAME("x"), WL_EXCLUSIVE, 0));
+  wl_agent_close(&a);
+  wl_scope_close(m);
+  tshm_remove(path);
+  m = tscope_open(path, SIZE);
+  WL__HDR(m)->stamp = WL__STAMP_MAX;
+  wl_scope_close(m);
+  m = NULL;
+  ASSERT_EQ(WL_ECORRUPT, wl_scope_open(path, SIZE, 0600, &m, err, sizeof(err)));
+  tshm_remove(path);
+}
+
 int main(void) {
   RUN(test_failed_repair_is_final);
+  RUN(test_forged_stamp);
 #if defined(__GLIBC__) && !WL_OS_POSIX
   RUN(test_forged_mutex_kind);
 #endif

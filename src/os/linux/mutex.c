@@ -29,16 +29,15 @@ int wl__os_file_mutex_init(wl__os_file_mutex_t *mu) {
 }
 
 /* The mutex's kind word (glibc's __kind, musl's _m_type: its first int),
- * which tells pthread how to take it. Another kind in the file (priority
- * inheritance, whose lock asks the kernel about a thread id that the file
- * names, and glibc aborts on ESRCH) is corruption, checked before every
- * lock. musl keeps its owner-died mark there too (bit 8). */
+ * which tells pthread how to take it and which neither library changes
+ * after init. Another kind in the file (priority inheritance, whose lock
+ * asks the kernel about a thread id that the file names: glibc aborts on
+ * ESRCH, musl waits for good) is corruption, checked before every lock.
+ * A writer who changes it between the check and the lock still wins. */
 #ifdef __GLIBC__
 #define WL__KIND(mu) __atomic_load_n(&(mu)->__data.__kind, __ATOMIC_RELAXED)
-#define WL__KIND_MARKS 0
 #else
 #define WL__KIND(mu) __atomic_load_n(&(mu)->__u.__i[0], __ATOMIC_RELAXED)
-#define WL__KIND_MARKS 8
 #endif
 static int wl__kind = -1; /* what wl__os_file_mutex_init writes */
 
@@ -52,7 +51,7 @@ __attribute__((constructor)) static void wl__kind_init(void) {
 }
 
 static int wl__kind_ok(pthread_mutex_t *mu) {
-  return (WL__KIND(mu) & ~WL__KIND_MARKS) == wl__kind;
+  return WL__KIND(mu) == wl__kind;
 }
 
 int wl__os_file_mutex_lock(wl_manager_t *m) {
