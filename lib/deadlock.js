@@ -300,7 +300,7 @@ function parentOf (agent) {
     const { agent: a, request } = frame[i]
     if (a !== agent) continue
     const r = request.deref()
-    if (r !== undefined && r.held) return r.serial
+    if (r !== undefined && r.held) return r.deadlock.serial
   }
   return 0
 }
@@ -336,11 +336,21 @@ function watchOf (backend) {
 const WAITING = 1
 const WITHDRAWN = 2
 
-// A request of the thread starts to wait.
+// The tie of a request made while the thread watches (its deadlock field):
+// its serial, which its backend gives it (the manager's number for it);
+// its parent's, or 0; and its state: WAITING in its queue and watched,
+// WITHDRAWN once rejected as part of a deadlock (its callback never to
+// run), else 0.
+function tie (agent) {
+  return { __proto__: null, serial: 0, parent: parentOf(agent), state: 0 }
+}
+
+// A request of the thread starts to wait: watched if it was made while the
+// thread watched (only then are its parent and serial known).
 function waiting (request) {
-  if (!watching()) return
+  if (request.deadlock === undefined || !watching()) return
   const w = watchOf(request.backend)
-  request.deadlock = WAITING
+  request.deadlock.state = WAITING
   SetPrototypeAdd(w.waiting, request)
   SetPrototypeAdd(thread.watches, w)
   binding.tickIn(FIRST_MS, true)
@@ -349,7 +359,7 @@ function waiting (request) {
 // It no longer waits; its watch's cycles are no longer its own once none
 // does (one that forms again is published again).
 function waited (request) {
-  request.deadlock = 0
+  request.deadlock.state = 0
   const w = request.backend.deadlocks
   SetPrototypeDelete(w.waiting, request)
   if (SetPrototypeGetSize(w.waiting) === 0) {
@@ -475,7 +485,7 @@ function found (w, cycles) {
 function reject (w, f) {
   const serial = f.lead !== undefined ? f.lead : f.mine[0]
   SetPrototypeForEach(w.waiting, (request) => {
-    if (request.serial === serial && request.deadlock === WAITING) request.withdraw(deadlockError(f.cycle))
+    if (request.deadlock.serial === serial && request.deadlock.state === WAITING) request.withdraw(deadlockError(f.cycle))
   })
 }
 
@@ -494,4 +504,4 @@ function setReject (backend, on) {
   thread.rejecting += on ? 1 : -1
 }
 
-module.exports = { WAITING, WITHDRAWN, findDeadlocks, graph, components, watching, parentOf, within, waiting, waited, setReject }
+module.exports = { WAITING, WITHDRAWN, findDeadlocks, graph, components, watching, tie, within, waiting, waited, setReject }

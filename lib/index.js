@@ -82,16 +82,11 @@ class LockRequest {
   grant = undefined
   token = 0 // the grant's fencing token: a Number, or a BigInt if a backend makes one
   trace = undefined // while it is traced (tracing.js)
-  // Its backend's number for it, and that of its agent's lock inside whose
-  // callback it was made, or 0 (deadlock.js).
-  serial = 0
-  parent = 0
-  // Made while the thread watched for deadlocks: its serial and parent are
-  // known, and its callback runs in its frame (deadlock.js).
-  tracked = false
-  // WAITING: in its queue, watched for deadlocks; WITHDRAWN: rejected as
-  // part of one, its callback never to run (deadlock.js); else 0.
-  deadlock = 0
+  // Made while the thread watched for deadlocks: its tie to the watch
+  // (deadlock.js: its serial and parent, and whether it waits), and its
+  // callback runs in its frame. One field, so that a request made while no
+  // one watches costs one word more.
+  deadlock = undefined
 
   constructor (backend, name, options, callback) {
     this.backend = backend
@@ -111,7 +106,7 @@ class LockRequest {
   // waits in its queue (the PostgreSQL one) says so then, for the watch for
   // deadlocks.
   waits () {
-    if (!this.settled && this.deadlock === 0) deadlock.waiting(this)
+    if (!this.settled && this.deadlock !== undefined && this.deadlock.state === 0) deadlock.waiting(this)
   }
 
   deliver (events) {
@@ -120,7 +115,7 @@ class LockRequest {
       this.drop(this.backend.failure())
       return
     }
-    if (this.deadlock === DEADLOCK_WAITING) deadlock.waited(this)
+    if (this.deadlock !== undefined && this.deadlock.state === DEADLOCK_WAITING) deadlock.waited(this)
     if (events & EV_GRANTED) {
       this.held = true
       this.grant = undefined
@@ -263,7 +258,7 @@ class LockRequest {
   settle (ok, value, ending) {
     if (this.settled) return
     this.settled = true
-    if (this.deadlock === DEADLOCK_WAITING) deadlock.waited(this)
+    if (this.deadlock !== undefined && this.deadlock.state === DEADLOCK_WAITING) deadlock.waited(this)
     if (endChannel.hasSubscribers) {
       const { ifAvailable, steal } = this.options
       const payload = { name: this.name, mode: this.options.mode, ifAvailable, steal, error: ok ? undefined : value }
@@ -299,7 +294,7 @@ class LockRequest {
   withdraw (error) {
     if (this.settled) return
     deadlock.waited(this)
-    this.deadlock = DEADLOCK_WITHDRAWN
+    this.deadlock.state = DEADLOCK_WITHDRAWN
     this.backend.abort(this)
     const { signal } = this.options
     if (signal !== undefined) unwatch(signal, this)
@@ -312,7 +307,7 @@ class LockRequest {
   // gives another error, and its callback never runs.
   drop (error) {
     this.backend.forget(this)
-    if (this.deadlock === DEADLOCK_WAITING) deadlock.waited(this)
+    if (this.deadlock !== undefined && this.deadlock.state === DEADLOCK_WAITING) deadlock.waited(this)
     this.dropped = true
     this.held = false
     const { signal } = this.options
@@ -332,8 +327,10 @@ Object.defineProperty(LockRequest.prototype, 'then', { value: undefined })
 // while it is small: a request withdrawn as part of a deadlock but granted
 // meanwhile is let go, and a tracked one's callback runs in its frame.
 function runGranted (request) {
-  if (request.deadlock === DEADLOCK_WITHDRAWN) request.letGo()
-  else if (request.tracked && request.held) request.runWithin()
+  const tie = request.deadlock
+  if (tie === undefined) request.run()
+  else if (tie.state === DEADLOCK_WITHDRAWN) request.letGo()
+  else if (request.held) request.runWithin()
   else request.run()
 }
 
@@ -504,8 +501,7 @@ function requestLock (backend, name, options, callback, method) {
 // its callback in a frame (deadlock.js). Apart from makeRequest, which V8
 // inlines into request() only while it is small.
 function track (request) {
-  request.tracked = true
-  request.parent = deadlock.parentOf(request.backend.agent)
+  request.deadlock = deadlock.tie(request.backend.agent)
 }
 
 // Makes the request: its promise, or a throw for a request that its

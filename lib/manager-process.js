@@ -5,11 +5,12 @@
 //
 // A backend is what the shim (index.js) needs of a manager:
 // - request(name, how, request): makes the request (how: the mode in bit 0,
-//   the flags above it, events.js) with request.parent (the serial of the
-//   agent's lock inside whose callback it was made, or 0: deadlock.js),
-//   gives request.id a number and, if request.tracked, request.serial its
-//   serial (a number that no other request of the agent has, below 2^53),
-//   and returns whether the request is known to wait. It calls request.deliver(events)
+//   the flags above it, events.js), gives request.id a number and, if the
+//   request is tracked for deadlocks (request.deadlock, a tie: deadlock.js),
+//   makes it with the tie's parent (the serial of the agent's lock inside
+//   whose callback it was made, or 0) and sets the tie's serial (a number
+//   that no other request of the agent has, below 2^53); and returns
+//   whether the request is known to wait. It calls request.deliver(events)
 //   later for a grant (request.token set first), a miss or a steal, or a
 //   failure of the manager (then backend.failure() is the error). A
 //   native backend files the request in the thread's table
@@ -89,10 +90,10 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
     deadlocks: undefined, // its watch for deadlocks (deadlock.js), once it has one
     request (name, how, request) {
       // The binding reads the parent and sets it back to 0.
-      const parent = request.parent
-      if (parent !== 0) {
-        io[IO_PARENT_LO] = parent % 0x100000000
-        io[IO_PARENT_HI] = parent / 0x100000000
+      const tie = request.deadlock
+      if (tie !== undefined && tie.parent !== 0) {
+        io[IO_PARENT_LO] = tie.parent % 0x100000000
+        io[IO_PARENT_HI] = tie.parent / 0x100000000
       }
       try {
         ops.request(name, how)
@@ -103,7 +104,7 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
       const result = io[IO_RESULT]
       const id = result >>> 1
       request.id = id
-      if (request.tracked) request.serial = io[IO_SERIAL_HI] * 0x100000000 + io[IO_SERIAL_LO]
+      if (tie !== undefined) tie.serial = io[IO_SERIAL_HI] * 0x100000000 + io[IO_SERIAL_LO]
       requests[id] = request
       return (result & 1) === 0
     },

@@ -69,9 +69,12 @@ describe('openLockManager (PostgreSQL): details and inspect', function () {
     let granted;
     let dropped;
     const r = {
-      parent,
+      // Tracked, as while the thread watches for deadlocks (deadlock.js).
+      deadlock: { serial: 0, parent, state: 0 },
+      get serial() {
+        return this.deadlock.serial;
+      },
       id: 0,
-      serial: 0,
       token: 0,
       granted: new Promise((resolve, reject) => {
         granted = resolve;

@@ -67,7 +67,7 @@ class Requests {
     const { backend } = this
     const record = new Record(request, name, how)
     request.id = this.nextId++
-    request.serial = request.id
+    if (request.deadlock !== undefined) request.deadlock.serial = request.id
     this.records.set(request.id, record)
     backend.refresh()
     // With a session, at once; else once one has joined.
@@ -92,7 +92,7 @@ class Requests {
     record.session = session
     const values = [session.agent, request.id, backend.target.scope, Buffer.from(record.name, 'utf16le'),
       (how & SHARED) !== 0, (how & IF_AVAILABLE) !== 0, (how & STEAL) !== 0, backend.target.pool !== null, session.ceiling,
-      request.parent]
+      request.deadlock === undefined ? 0 : request.deadlock.parent]
     backend.call(session, backend.sql.request, values).then(({ rows }) => {
       // Its token if granted, '0' if queued, null if not available.
       const { token, in_row: inRow, ceiling } = rows[0]

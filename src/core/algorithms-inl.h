@@ -706,14 +706,15 @@ static size_t wl__client_id_len(wl_manager_t *m, const wl__agent_t *agent) {
   return 0;
 }
 
-/* The process of an agent: this one for the process-wide manager; else
- * what its owner's record says (0 if it has none), on Windows as its
+/* The process of an agent: this one (`self`) for the process-wide manager;
+ * else what its owner's record says (0 if it has none), on Windows as its
  * death watch keeps it (os/win/life.c). */
-static uint32_t wl__pid_of(wl_manager_t *m, const wl__agent_t *agent) {
+static uint32_t wl__pid_of(wl_manager_t *m, const wl__agent_t *agent,
+                           uint32_t self) {
   wl_off_t o = agent->owner;
 
   if (!WL__MACHINE(m))
-    return wl__os_pid();
+    return self;
   WL__HIDE(o);
   return o == 0 ? 0
                 : __atomic_load_n(&WL__REC(m, o, wl__owner_t)->pid,
@@ -731,6 +732,8 @@ typedef struct {
   uint16_t *names;
   char *chars;
   uint64_t steps;
+  /* This process's pid, read once per copy (getpid is a system call). */
+  uint32_t self;
 } wl__room_t;
 
 /* Copies one entry of the name whose units are at `name` (len of them).
@@ -762,7 +765,7 @@ static int wl__fill(wl_manager_t *m, wl__room_t *room, wl_off_t r,
   info->serial = wl__order_of(req->qkey);
   info->parent = req->parent;
   info->since = !WL__MACHINE(m) ? 0 : held ? req->mkey : info->serial;
-  info->pid = wl__pid_of(m, agent);
+  info->pid = wl__pid_of(m, agent, room->self);
   info->alive = 1;
   info->owner = WL__MACHINE(m) ? agent->owner : 0;
   memcpy(room->chars, agent->client_id, id_len);
@@ -855,6 +858,7 @@ static int wl__snapshot_copy(wl_manager_t *m, wl_snapshot_t *snap) {
   room.units = units;
   room.text = text;
   room.steps = WL__STEPS(m);
+  room.self = WL__MACHINE(m) ? 0 : wl__os_pid();
   /* The same walk again, under the same mutex: the same records, unless
    * another process wrote the file meanwhile. */
   WL__FAULT("snapshot");
