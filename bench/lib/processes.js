@@ -126,7 +126,8 @@ function work () {
 // to its end, request(name, callback) again and again, with the name and
 // the marker file that pick(round) gives; the callback O_EXCL-creates the
 // marker (a second holder finds it there: a violation), does the same small
-// work and removes it. Each round answers { round, ops, violations }.
+// work and removes it. Each round answers { round, ops, violations, cpu },
+// cpu the process's CPU time (ns) from the start to the end of its loop.
 function contend (request, pick) {
   let marker = null
   let stopAt = 0
@@ -134,18 +135,7 @@ function contend (request, pick) {
   let violations = 0
   const callback = () => {
     if (hostNs() < stopAt) ops++
-    let fd
-    try {
-      fd = fs.openSync(marker, 'wx')
-    } catch (error) {
-      if (error.code !== 'EEXIST') throw error
-      violations++ // another process is inside; it removes the marker
-      work()
-      return
-    }
-    fs.closeSync(fd)
-    work()
-    fs.unlinkSync(marker)
+    violations += critical(marker)
   }
   process.on('message', async (go) => {
     stopAt = go.stopAt
@@ -154,14 +144,39 @@ function contend (request, pick) {
     // All start at once: a timer to just before the start, then a spin.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, (go.startAt - hostNs()) / 1e6 - 2)))
     while (hostNs() < go.startAt) continue
+    const cpu = cpuNs()
     while (hostNs() < stopAt) {
       const { name, file } = pick(go)
       marker = file
       await request(name, callback)
     }
-    process.send({ round: go.round, ops, violations })
+    process.send({ round: go.round, ops, violations, cpu: cpuNs() - cpu })
   })
   process.send('ready')
 }
 
-module.exports = { HangError, hostNs, progress, startProcess, startProcesses, stopProcesses, work, contend }
+// The process's CPU time so far (ns).
+function cpuNs () {
+  const { user, system } = process.cpuUsage()
+  return (user + system) * 1000
+}
+
+// The critical section: O_EXCL-creates the marker, does the small work and
+// removes it. Returns 1 if another process was inside (it removes the
+// marker): a violation; else 0.
+function critical (marker) {
+  let fd
+  try {
+    fd = fs.openSync(marker, 'wx')
+  } catch (error) {
+    if (error.code !== 'EEXIST') throw error
+    work()
+    return 1
+  }
+  fs.closeSync(fd)
+  work()
+  fs.unlinkSync(marker)
+  return 0
+}
+
+module.exports = { HangError, hostNs, cpuNs, progress, startProcess, startProcesses, stopProcesses, work, contend, critical }

@@ -77,6 +77,9 @@ const IMPLS = {
   'pg-advisory': {
     label: 'pg_advisory_lock($1) then pg_advisory_unlock($1), prepared statements on one pg.Client (node-postgres) per process'
   },
+  'pg-notify-ring': {
+    label: 'LISTEN/NOTIFY in a ring of the processes: each passes a token to the next with SELECT pg_notify($1, $2) on one pg.Client'
+  },
   'pg-notify': {
     label: 'LISTEN/NOTIFY between 2 processes: SELECT pg_notify($1, $2) (prepared) on one pg.Client, the other\'s notification event; one way'
   }
@@ -157,4 +160,4 @@ async function open (id, where) {
   return impl.open ? impl.open(where) : impl.load()
 }
 
-module.exports = { IMPLS, FLOORS, load, open, baseImpl, LOCKFILE_RETRIES }
+module.exports = { IMPLS, FLOORS, PKG, load, open, baseImpl, LOCKFILE_RETRIES }

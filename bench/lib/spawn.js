@@ -42,10 +42,10 @@ function parse (stdout) {
   return { result, partial, error }
 }
 
-function runChild (bin, args, { timeoutMs, idleMs = 5000 }) {
+function runChild (bin, args, { timeoutMs, idleMs = 5000, env }) {
   return new Promise((resolve) => {
     const started = Date.now()
-    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env })
     let stdout = ''
     let stderr = ''
     let killedFor = null
