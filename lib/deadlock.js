@@ -342,7 +342,9 @@ const WITHDRAWN = 2
 // WITHDRAWN once rejected as part of a deadlock (its callback never to
 // run), else 0.
 function tie (agent) {
-  return { __proto__: null, serial: 0, parent: parentOf(agent), state: 0 }
+  // A literal defines its own properties (no setter on Object.prototype
+  // sees them) and stays a fast object, as one with __proto__: null would not.
+  return { serial: 0, parent: parentOf(agent), state: 0 }
 }
 
 // A request of the thread starts to wait: watched if it was made while the

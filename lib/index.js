@@ -539,7 +539,7 @@ function makeRequest (request) {
   }
   try {
     if (startChannel.hasSubscribers) publishStart(request, queued)
-    if (queued && !request.settled) deadlock.waiting(request)
+    if (queued && request.deadlock !== undefined && !request.settled) deadlock.waiting(request)
   } catch {
     // Only a RangeError near the stack limit lands here (Node reports a
     // subscriber's own errors itself); the request stands without its event

@@ -91,13 +91,17 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
     request (name, how, request) {
       // The binding reads the parent and sets it back to 0.
       const tie = request.deadlock
-      if (tie !== undefined && tie.parent !== 0) {
-        io[IO_PARENT_LO] = tie.parent % 0x100000000
-        io[IO_PARENT_HI] = tie.parent / 0x100000000
+      const parent = tie === undefined ? 0 : tie.parent
+      if (parent !== 0) {
+        io[IO_PARENT_LO] = parent % 0x100000000
+        io[IO_PARENT_HI] = parent / 0x100000000
       }
       try {
         ops.request(name, how)
       } catch (error) {
+        // A call that failed before the binding read the parent (a bad
+        // name, a closed scope, no memory) must not hand it to the next.
+        if (parent !== 0) io[IO_PARENT_LO] = io[IO_PARENT_HI] = 0
         throw ops.translate(error)
       }
       // The slot's id * 2, + 1 if the lock was free.

@@ -84,6 +84,7 @@ describe('openLockManager (PostgreSQL): details and inspect', function () {
         if (events & EV_GRANTED) granted();
       },
       queued() {},
+      waits() {},
       drop(error) {
         dropped(error);
       },

@@ -10,9 +10,20 @@
 static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
                              napi_value modes[2], napi_value *names,
                              int details) {
-  napi_value array, entry, value;
-  napi_value serial = NULL, parent = NULL, pid = NULL, elapsed = NULL;
-  napi_value alive = NULL;
+  /* Filled once; each entry sets the values it has (a query's entries have
+   * the first 3, details' 7, a peek's 8). */
+  napi_property_descriptor props[] = {
+      {"name", NULL, NULL, NULL, NULL, NULL, WLB_DATA, NULL},
+      {"mode", NULL, NULL, NULL, NULL, NULL, WLB_DATA, NULL},
+      {"clientId", NULL, NULL, NULL, NULL, NULL, WLB_DATA, NULL},
+      {"serial", NULL, NULL, NULL, NULL, NULL, WLB_DATA, NULL},
+      {"parent", NULL, NULL, NULL, NULL, NULL, WLB_DATA, NULL},
+      {"pid", NULL, NULL, NULL, NULL, NULL, WLB_DATA, NULL},
+      {"elapsed", NULL, NULL, NULL, NULL, NULL, WLB_DATA, NULL},
+      {"alive", NULL, NULL, NULL, NULL, NULL, WLB_DATA, NULL},
+  };
+  size_t nprops = details == WLB_PEEKED ? 8 : details ? 7 : 3;
+  napi_value array, entry;
   uint64_t now = details ? wl_clock() : 0;
   size_t i;
 
@@ -23,40 +34,30 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
     if (*name == NULL)
       WLB_CALL(env, napi_create_string_utf16(env, (const char16_t *)info->name,
                                              info->name_len, name));
+    props[0].value = *name;
+    props[1].value = modes[info->mode];
     WLB_CALL(env, napi_create_string_latin1(env, info->client_id,
-                                            info->client_id_len, &value));
+                                            info->client_id_len,
+                                            &props[2].value));
     if (details) {
       /* Serials stay below 2^53; a time after now (the file was written
        * before this boot: wl.h) gives no duration. */
-      WLB_CALL(env, napi_create_double(env, (double)info->serial, &serial));
-      WLB_CALL(env, napi_create_double(env, (double)info->parent, &parent));
-      WLB_CALL(env, napi_create_uint32(env, info->pid, &pid));
+      WLB_CALL(env, napi_create_double(env, (double)info->serial,
+                                       &props[3].value));
+      WLB_CALL(env, napi_create_double(env, (double)info->parent,
+                                       &props[4].value));
+      WLB_CALL(env, napi_create_uint32(env, info->pid, &props[5].value));
       if (info->since == 0 || info->since > now)
-        WLB_CALL(env, napi_get_null(env, &elapsed));
+        WLB_CALL(env, napi_get_null(env, &props[6].value));
       else
-        WLB_CALL(env, napi_create_double(
-                          env, (double)(now - info->since) / 1000, &elapsed));
+        WLB_CALL(env,
+                 napi_create_double(env, (double)(now - info->since) / 1000,
+                                    &props[6].value));
     }
     if (details == WLB_PEEKED)
-      WLB_CALL(env, napi_get_boolean(env, info->alive != 0, &alive));
-    {
-      napi_property_descriptor props[] = {
-          {"name", NULL, NULL, NULL, NULL, *name, WLB_DATA, NULL},
-          {"mode", NULL, NULL, NULL, NULL, modes[info->mode], WLB_DATA, NULL},
-          {"clientId", NULL, NULL, NULL, NULL, value, WLB_DATA, NULL},
-          {"serial", NULL, NULL, NULL, NULL, serial, WLB_DATA, NULL},
-          {"parent", NULL, NULL, NULL, NULL, parent, WLB_DATA, NULL},
-          {"pid", NULL, NULL, NULL, NULL, pid, WLB_DATA, NULL},
-          {"elapsed", NULL, NULL, NULL, NULL, elapsed, WLB_DATA, NULL},
-          {"alive", NULL, NULL, NULL, NULL, alive, WLB_DATA, NULL},
-      };
-      WLB_CALL(env, napi_create_object(env, &entry));
-      WLB_CALL(env, napi_define_properties(env, entry,
-                                           details == WLB_PEEKED ? 8
-                                           : details             ? 7
-                                                                 : 3,
-                                           props));
-    }
+      WLB_CALL(env, napi_get_boolean(env, info->alive != 0, &props[7].value));
+    WLB_CALL(env, napi_create_object(env, &entry));
+    WLB_CALL(env, napi_define_properties(env, entry, nprops, props));
     /* Defined, not set: an index setter that other code put on
      * Array.prototype would get the entry (napi_set_element is [[Set]]). */
     {
