@@ -10,6 +10,11 @@
 // no table written, nothing to flush at commit). Both run in the same
 // child process type, against the same server, in the same run.
 //
+// A second reference is the least a lock whose state is a row of a table
+// costs, as web-locks' is (its queue, holders and tokens, which advisory
+// locks do not have): two single-row UPDATEs of an unlogged table,
+// prepared, each its own transaction, on one pg.Client.
+//
 // The child also counts the statements web-locks sends per request+release
 // (pg.Client#query, which the manager's connections use): round trips.
 // And, for both, where the time goes: the CPU time per request+release of
@@ -28,7 +33,7 @@ function points (opts) {
     passes: opts.quick ? 1 : 3,
     rounds: opts.quick ? 3 : 4,
     postgres: true,
-    impls: ['web-locks-postgres', 'pg-advisory']
+    impls: ['web-locks-postgres', 'pg-advisory', 'pg-update']
   }]
 }
 
@@ -58,6 +63,22 @@ async function run ({ ops, warmupMs }, implId, ctx) {
       for (let i = 0; i < n; i++) {
         await c.query(lock)
         await c.query(unlock)
+      }
+      return (nowNs() - t0) / n
+    }
+  } else if (implId === 'pg-update') {
+    const c = await pgBench.client(place)
+    const table = `"${place.schema}".floor`
+    await c.query(`CREATE SCHEMA IF NOT EXISTS "${place.schema}"`)
+    await c.query(`CREATE UNLOGGED TABLE ${table} (id integer PRIMARY KEY, n bigint NOT NULL)`)
+    await c.query(`INSERT INTO ${table} VALUES (1, 0)`)
+    const take = { name: 'bench_take', text: `UPDATE ${table} SET n = n + 1 WHERE id = $1`, values: [1] }
+    const give = { name: 'bench_give', text: `UPDATE ${table} SET n = n - 1 WHERE id = $1`, values: [1] }
+    loop = async (n) => {
+      const t0 = nowNs()
+      for (let i = 0; i < n; i++) {
+        await c.query(take)
+        await c.query(give)
       }
       return (nowNs() - t0) / n
     }
@@ -91,6 +112,8 @@ function rows (get) {
   const key = 'postgres/uncontended'
   return [
     pgBench.pgRow(get, { id: 'postgres.uncontended', label: 'request+release, sync callback, 1 name (reference: advisory lock+unlock)', unit: 'ns', key, metric: 'op', reference: 'pg-advisory' }),
+    pgBench.pgRow(get, { id: 'postgres.uncontended.update', label: 'request+release (reference: 2 single-row UPDATEs of an unlogged table)', unit: 'ns', key, metric: 'op', reference: 'pg-update' }),
+    pgBench.pgRow(get, { id: 'postgres.uncontended.update.server', label: 'request+release: server CPU time (reference: the 2 UPDATEs)', unit: 'ns', key, metric: 'serverCpu', reference: 'pg-update' }),
     pgBench.pgRow(get, { id: 'postgres.uncontended.server', label: 'request+release: server CPU time (reference: advisory lock+unlock)', unit: 'ns', key, metric: 'serverCpu', reference: 'pg-advisory' }),
     pgBench.pgRow(get, { id: 'postgres.uncontended.client', label: 'request+release: client CPU time (reference: advisory lock+unlock)', unit: 'ns', key, metric: 'clientCpu', reference: 'pg-advisory' }),
     pgBench.pgRow(get, { id: 'postgres.uncontended.calls', label: 'request+release: statements sent (round trips)', unit: 'ratio', better: null, key, metric: 'calls' })

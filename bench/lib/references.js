@@ -77,6 +77,9 @@ const IMPLS = {
   'pg-advisory': {
     label: 'pg_advisory_lock($1) then pg_advisory_unlock($1), prepared statements on one pg.Client (node-postgres) per process'
   },
+  'pg-update': {
+    label: 'UPDATE of one row of an unlogged table, twice (prepared, each its own transaction) on one pg.Client'
+  },
   'pg-notify-ring': {
     label: 'LISTEN/NOTIFY in a ring of the processes: each passes a token to the next with SELECT pg_notify($1, $2) on one pg.Client'
   },

@@ -392,7 +392,7 @@ function postgresTargets (rows, add, result) {
           'difference is not round trips but what each statement does in the server: a request or release is one write ' +
           'transaction, an update of the name\'s row (the lock, its counts and, for a request, a token drawn), where an ' +
           'advisory lock touches no table. Neither commit waits for the WAL flush (the tables and the token counter are ' +
-          'unlogged).' : '.')
+          'unlogged).' : '.') + floorWhy(rows, uncontended)
     })
 
   const handoff = rows.get('postgres.handoff.p50.rtt')
@@ -469,6 +469,25 @@ function postgresTargets (rows, add, result) {
         'row, so none should read the whole queue: a plan that does (a bitmap scan and a sort, in auto_explain) is the ' +
         'first suspect; a growth this small may also come from the indexes\' depth and the machine\'s load (see the load line).'
     })
+}
+
+// What the least a lock kept in a table costs says of an uncontended miss:
+// two single-row UPDATEs of an unlogged table on the same server, and the
+// CPU time of the server and the client for each.
+function floorWhy (rows, uncontended) {
+  const floor = value(rows.get('postgres.uncontended.update'), 'reference')
+  const advisory = value(uncontended, 'reference')
+  if (!(floor > 0) || !(advisory > 0)) return ''
+  const cpu = (id, column) => value(rows.get(id), column)
+  const server = cpu('postgres.uncontended.server', 'web-locks')
+  const client = cpu('postgres.uncontended.client', 'web-locks')
+  return ` Two single-row UPDATEs of an unlogged table alone take ${format.time(floor)} (${(floor / advisory).toFixed(2)}x the ` +
+    `advisory pair): the least a lock whose state is a row costs, ${floor / advisory > 1.2 ? 'already beyond' : 'within'} the limit.` +
+    (server > 0 && client > 0
+      ? ` Of web-locks' time, ${format.time(server)} is the server's CPU (advisory pair ` +
+        `${format.time(cpu('postgres.uncontended.server', 'reference'))}, the UPDATEs ${format.time(cpu('postgres.uncontended.update.server', 'reference'))}) ` +
+        `and ${format.time(client)} the client's (advisory pair ${format.time(cpu('postgres.uncontended.client', 'reference'))}).`
+      : '')
 }
 
 module.exports = { evaluate }
