@@ -94,6 +94,9 @@ function startProcess (caseId, data) {
 // machine).
 async function startProcesses (caseId, data, readyMs = 30000) {
   const procs = data.map((entry) => startProcess(caseId, entry))
+  // Starting is their work, not this process's: 50 processes that load
+  // and join on one CPU may take seconds before the first says ready.
+  const starting = setInterval(progress, 500)
   try {
     await Promise.all(procs.map(async (p, i) => {
       const message = await p.next(readyMs, `process ${i} starting`)
@@ -102,6 +105,8 @@ async function startProcesses (caseId, data, readyMs = 30000) {
   } catch (error) {
     await stopProcesses(procs)
     throw error
+  } finally {
+    clearInterval(starting)
   }
   return procs
 }

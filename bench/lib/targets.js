@@ -415,7 +415,9 @@ function postgresTargets (rows, add, result) {
       label: `${c.names} name${c.names > 1 ? 's' : ''}`,
       cell: c.row.cells['web-locks'],
       rounds: result(`postgres/contention/${c.names}`, 'web-locks-postgres').rounds,
-      extra: `, ${format.rate(value(c.row, 'web-locks'))}` + (value(c.row, 'reference') ? ` (advisory locks ${format.rate(value(c.row, 'reference'))})` : '')
+      // A point that failed has no rate.
+      extra: (value(c.row, 'web-locks') !== undefined ? `, ${format.rate(value(c.row, 'web-locks'))}` : '') +
+        (value(c.row, 'reference') ? ` (advisory locks ${format.rate(value(c.row, 'reference'))})` : '')
     }))
   add('PostgreSQL, 50 processes on 1 name and on 100 names: every process finishes (no lost wake-up); grants per second',
     roundsVerdict(pgRounds), () => roundsWhy(pgRounds))
