@@ -347,10 +347,10 @@ function tie (agent) {
   return { serial: 0, parent: parentOf(agent), state: 0 }
 }
 
-// A request of the thread starts to wait: watched if it was made while the
-// thread watched (only then are its parent and serial known).
+// A request of the thread, made while the thread watched (it has a tie:
+// only then are its parent and serial known), starts to wait.
 function waiting (request) {
-  if (request.deadlock === undefined || !watching()) return
+  if (!watching()) return
   const w = watchOf(request.backend)
   request.deadlock.state = WAITING
   SetPrototypeAdd(w.waiting, request)

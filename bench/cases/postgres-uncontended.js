@@ -24,6 +24,7 @@
 const { measure, nowNs, warmup } = require('../lib/measure')
 const { open } = require('../lib/references')
 const pgBench = require('../lib/postgres')
+const { cpuNs } = require('../lib/processes')
 
 function points (opts) {
   return [{
@@ -49,6 +50,19 @@ function countQueries () {
   return counter
 }
 
+// A reference's loop: n times its two statements, one after the other on
+// client c; the time per pair.
+function pairs (c, first, second) {
+  return async (n) => {
+    const t0 = nowNs()
+    for (let i = 0; i < n; i++) {
+      await c.query(first)
+      await c.query(second)
+    }
+    return (nowNs() - t0) / n
+  }
+}
+
 async function run ({ ops, warmupMs }, implId, ctx) {
   const place = ctx.postgres
   const admin = await pgBench.client(place, { application_name: 'web-locks-bench-admin' })
@@ -56,32 +70,16 @@ async function run ({ ops, warmupMs }, implId, ctx) {
   let counter = null
   if (implId === 'pg-advisory') {
     const c = await pgBench.client(place)
-    const lock = { name: 'bench_lock', text: 'SELECT pg_advisory_lock($1)', values: [42] }
-    const unlock = { name: 'bench_unlock', text: 'SELECT pg_advisory_unlock($1)', values: [42] }
-    loop = async (n) => {
-      const t0 = nowNs()
-      for (let i = 0; i < n; i++) {
-        await c.query(lock)
-        await c.query(unlock)
-      }
-      return (nowNs() - t0) / n
-    }
+    loop = pairs(c, { name: 'bench_lock', text: 'SELECT pg_advisory_lock($1)', values: [42] },
+      { name: 'bench_unlock', text: 'SELECT pg_advisory_unlock($1)', values: [42] })
   } else if (implId === 'pg-update') {
     const c = await pgBench.client(place)
     const table = `"${place.schema}".floor`
     await c.query(`CREATE SCHEMA IF NOT EXISTS "${place.schema}"`)
     await c.query(`CREATE UNLOGGED TABLE ${table} (id integer PRIMARY KEY, n bigint NOT NULL)`)
     await c.query(`INSERT INTO ${table} VALUES (1, 0)`)
-    const take = { name: 'bench_take', text: `UPDATE ${table} SET n = n + 1 WHERE id = $1`, values: [1] }
-    const give = { name: 'bench_give', text: `UPDATE ${table} SET n = n - 1 WHERE id = $1`, values: [1] }
-    loop = async (n) => {
-      const t0 = nowNs()
-      for (let i = 0; i < n; i++) {
-        await c.query(take)
-        await c.query(give)
-      }
-      return (nowNs() - t0) / n
-    }
+    loop = pairs(c, { name: 'bench_take', text: `UPDATE ${table} SET n = n + 1 WHERE id = $1`, values: [1] },
+      { name: 'bench_give', text: `UPDATE ${table} SET n = n - 1 WHERE id = $1`, values: [1] })
   } else {
     counter = countQueries()
     const locks = await open(implId, { place, scope: `uncontended-${process.pid}` })
@@ -96,9 +94,9 @@ async function run ({ ops, warmupMs }, implId, ctx) {
     return await measure(async (m) => {
       const before = counter && counter.n
       const server = await pgBench.serverCpuNs(admin, place)
-      const client = pgBench.clientCpuNs()
+      const client = cpuNs()
       m.op = await loop(ops)
-      m.clientCpu = (pgBench.clientCpuNs() - client) / ops
+      m.clientCpu = (cpuNs() - client) / ops
       const serverAfter = await pgBench.serverCpuNs(admin, place)
       if (server !== null && serverAfter !== null) m.serverCpu = (serverAfter - server) / ops
       if (counter) m.calls = (counter.n - before) / ops

@@ -14,6 +14,7 @@
 // cases count connections by it in pg_stat_activity, and the orchestrator
 // ends any left behind before it drops the schema.
 
+const fs = require('fs')
 const path = require('path')
 const { cellOf } = require('./rows')
 
@@ -128,14 +129,14 @@ function pgRow (get, { id, label, unit, better = 'lower', key, metric, reference
 // /proc/<pid>/schedstat (the scheduler's count, not the 10 ms ticks of
 // /proc/<pid>/stat), or null where the server's processes are not this
 // machine's to read (another host, another OS). With the client's own
-// (process.cpuUsage), it says where a figure's time goes: the server, the
+// (cpuNs in processes.js), it says where a figure's time goes: the server, the
 // client, or neither (waiting: wake-ups, the network, the scheduler).
 async function serverCpuNs (admin, place) {
   const { rows } = await admin.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [place.application])
   let ns = 0
   for (const { pid } of rows) {
     try {
-      ns += Number(require('fs').readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0])
+      ns += Number(fs.readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0])
     } catch {
       return null
     }
@@ -143,10 +144,4 @@ async function serverCpuNs (admin, place) {
   return rows.length > 0 ? ns : null
 }
 
-// The client process's CPU time so far (ns).
-function clientCpuNs () {
-  const { user, system } = process.cpuUsage()
-  return (user + system) * 1000
-}
-
-module.exports = { startServer, pointPlace, cleanPoint, openManager, client, connections, pgRow, serverCpuNs, clientCpuNs }
+module.exports = { startServer, pointPlace, cleanPoint, openManager, client, connections, pgRow, serverCpuNs }
