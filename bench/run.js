@@ -345,7 +345,7 @@ async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, s
           }
           if (point.scratch) spec.dir = scratchDir()
           // A fresh schema and application_name per child (lib/postgres.js).
-          if (point.postgres) spec.postgres = pgBench.pointPlace(postgres.url)
+          if (point.postgres) spec.postgres = pgBench.pointPlace(postgres.url, postgres.pid !== undefined)
           loads.push(os.loadavg()[0])
           if (point.placement) placement.pinServer(point.placement, postgres)
           try {

@@ -69,7 +69,7 @@ async function run ({ procs: count, names, ms, hangMs }, implId, ctx) {
     const startAt = hostNs() + START_MS * 1e6
     const stopAt = startAt + ms * 1e6
     const prefix = `r${r}-`
-    const server = await pgBench.serverCpuNs(admin, place)
+    const server = await pgBench.serverCpu(admin, place)
     for (const p of procs) p.send({ round: r, prefix, names, startAt, stopAt, dir: ctx.dir })
     // The point's connections, every 100 ms until all have reported.
     let most = await pgBench.connections(admin, place)
@@ -98,8 +98,8 @@ async function run ({ procs: count, names, ms, hangMs }, implId, ctx) {
     // Where the time goes, per grant: the server's backends (the point's
     // connections; the watchers' too) and the processes, from the start to
     // the last answer (the grants after the stop are few).
-    const serverAfter = await pgBench.serverCpuNs(admin, place)
-    if (server !== null && serverAfter !== null && total > 0) m.serverCpu = (serverAfter - server) / total
+    const spent = pgBench.serverCpuSpent(server, await pgBench.serverCpu(admin, place))
+    if (spent !== null && total > 0) m.serverCpu = spent / total
     if (total > 0) m.clientCpu = results.reduce((a, x) => a + x.cpu, 0) / total
     m.fairness = Math.min(...ops) / Math.max(...ops)
     m.violations = results.reduce((a, x) => a + x.violations, 0)
@@ -187,9 +187,16 @@ async function ring ({ me, procs, place }) {
     violations += critical(path.join(go.dir, `inside-${go.prefix}0`))
     return pass(go.round, 'token')
   }
-  client.on('notification', ({ payload }) => {
+  // A notification of a round whose message has not come yet (a busy CPU
+  // can deliver the token first) waits for that message.
+  let early = null
+  const notified = (payload) => {
     const [round, what] = payload.split(' ')
-    if (go === null || Number(round) !== go.round || answered) return
+    if (go === null || Number(round) > go.round) {
+      early = payload
+      return
+    }
+    if (Number(round) !== go.round || answered) return
     let next
     if (what === 'stop') {
       answer()
@@ -198,13 +205,19 @@ async function ring ({ me, procs, place }) {
       next = token()
     }
     next.catch((error) => process.send({ error: error.message }))
-  })
+  }
+  client.on('notification', ({ payload }) => notified(payload))
   process.on('message', async (message) => {
     go = message
     ops = 0
     violations = 0
     answered = false
     cpu = cpuNs()
+    if (early !== null) {
+      const payload = early
+      early = null
+      notified(payload)
+    }
     if (me !== 0) return
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, (go.startAt - hostNs()) / 1e6 - 2)))
     while (hostNs() < go.startAt) continue

@@ -93,12 +93,12 @@ async function run ({ ops, warmupMs }, implId, ctx) {
   try {
     return await measure(async (m) => {
       const before = counter && counter.n
-      const server = await pgBench.serverCpuNs(admin, place)
+      const server = await pgBench.serverCpu(admin, place)
       const client = cpuNs()
       m.op = await loop(ops)
       m.clientCpu = (cpuNs() - client) / ops
-      const serverAfter = await pgBench.serverCpuNs(admin, place)
-      if (server !== null && serverAfter !== null) m.serverCpu = (serverAfter - server) / ops
+      const spent = pgBench.serverCpuSpent(server, await pgBench.serverCpu(admin, place))
+      if (spent !== null) m.serverCpu = spent / ops
       if (counter) m.calls = (counter.n - before) / ops
     }, { ...ctx, warmup: () => warmup(loop, warmupMs) })
   } finally {

@@ -29,7 +29,7 @@ function hasTaskset () {
 function placements (server) {
   const why = server.pid === undefined
     ? 'the server is not this run\'s (WEB_LOCKS_BENCH_POSTGRES)'
-    : os.cpus().length < 2 ? 'this machine has one CPU' : !hasTaskset() ? 'no taskset (util-linux)' : null
+    : os.availableParallelism() < 2 ? 'this process may use one CPU only' : !hasTaskset() ? 'no taskset (util-linux)' : null
   if (why !== null) return { list: [{ id: null, short: null, what: `unpinned: ${why}` }], why }
   return { list: PINNED, why: null }
 }
@@ -64,8 +64,10 @@ function pinServer (placement, server) {
   for (const pid of tree(server.pid)) {
     try {
       execFileSync('taskset', ['-a', '-p', '-c', placement.server, String(pid)], { stdio: 'ignore' })
-    } catch {
-      // a backend that ended meanwhile
+    } catch (error) {
+      // A backend that ended meanwhile; else (a CPU this process may not
+      // use) the placement would be a lie.
+      if (fs.existsSync(`/proc/${pid}`)) throw new Error(`taskset could not pin the server's process ${pid} to CPU ${placement.server}: ${error.message}`)
     }
   }
 }

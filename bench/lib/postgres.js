@@ -66,10 +66,12 @@ async function startServer (log) {
 }
 
 let pointNo = 0
-// In the orchestrator: a point's own schema and application_name.
-function pointPlace (url) {
+// In the orchestrator: a point's own schema and application_name, and
+// whether the server is this run's (local: its processes are this
+// machine's).
+function pointPlace (url, local) {
   const tag = `${process.pid}_${++pointNo}`
-  return { url, schema: `wl_bench_${tag}`, application: `web-locks-bench-${tag}` }
+  return { url, schema: `wl_bench_${tag}`, application: `web-locks-bench-${tag}`, local }
 }
 
 // In the orchestrator, after a point: ends the connections the point left
@@ -125,23 +127,41 @@ function pgRow (get, { id, label, unit, better = 'lower', key, metric, reference
   return { id, label, unit, better, cells }
 }
 
-// The CPU time (ns) that the point's backends have used so far, from
-// /proc/<pid>/schedstat (the scheduler's count, not the 10 ms ticks of
-// /proc/<pid>/stat), or null where the server's processes are not this
-// machine's to read (another host, another OS). With the client's own
-// (cpuNs in processes.js), it says where a figure's time goes: the server, the
-// client, or neither (waiting: wake-ups, the network, the scheduler).
-async function serverCpuNs (admin, place) {
+// The CPU time (ns) that each of the point's backends has used so far, by
+// pid, from /proc/<pid>/schedstat (the scheduler's count, not the 10 ms
+// ticks of /proc/<pid>/stat); null unless the server is this run's (a
+// server elsewhere, even in a container on this host, has pids that mean
+// other processes here). With the client's own (cpuNs in processes.js),
+// it says where a figure's time goes: the server, the client, or neither
+// (waiting: wake-ups, the network, the scheduler).
+async function serverCpu (admin, place) {
+  if (!place.local) return null
   const { rows } = await admin.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [place.application])
-  let ns = 0
+  const byPid = new Map()
   for (const { pid } of rows) {
     try {
-      ns += Number(fs.readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0])
+      byPid.set(pid, Number(fs.readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]))
     } catch {
-      return null
+      // ended meanwhile
     }
   }
-  return rows.length > 0 ? ns : null
+  return byPid
 }
 
-module.exports = { startServer, pointPlace, cleanPoint, openManager, client, connections, pgRow, serverCpuNs }
+// The server CPU time (ns) spent between two serverCpu() reads, by the
+// backends in both (one that started or ended between them would add its
+// whole life, or take it away), or null.
+function serverCpuSpent (before, after) {
+  if (before === null || after === null) return null
+  let ns = 0
+  let n = 0
+  for (const [pid, now] of after) {
+    const then = before.get(pid)
+    if (then === undefined || now < then) continue // a pid used again
+    ns += now - then
+    n++
+  }
+  return n > 0 ? ns : null
+}
+
+module.exports = { startServer, pointPlace, cleanPoint, openManager, client, connections, pgRow, serverCpu, serverCpuSpent }
