@@ -38,7 +38,7 @@
 //   while a PostgreSQL agent joins) and the scope (undefined for `locks`).
 // - kind: 'process', 'machine' or 'postgres'.
 
-const { IO_RESULT, IO_SERIAL_LO, IO_SERIAL_HI, IO_PARENT_LO, IO_PARENT_HI } = require('./events.js')
+const { TRACKED, IO_RESULT, IO_SERIAL_LO, IO_SERIAL_HI, IO_PARENT_LO, IO_PARENT_HI } = require('./events.js')
 const { PromiseResolve, ObjectDefineProperty, realmError } = require('./intrinsics.js')
 
 // The addon makes its objects in the realm that first loaded it (its
@@ -89,19 +89,17 @@ function nativeBackend ({ requests, io }, ops, agent, kind) {
     native: true,
     deadlocks: undefined, // its watch for deadlocks (deadlock.js), once it has one
     request (name, how, request) {
-      // The binding reads the parent and sets it back to 0.
+      // Only a tracked request passes a parent and gets a serial: one made
+      // while no one watches costs the binding nothing more.
       const tie = request.deadlock
-      const parent = tie === undefined ? 0 : tie.parent
-      if (parent !== 0) {
-        io[IO_PARENT_LO] = parent % 0x100000000
-        io[IO_PARENT_HI] = parent / 0x100000000
+      if (tie !== undefined) {
+        io[IO_PARENT_LO] = tie.parent % 0x100000000
+        io[IO_PARENT_HI] = tie.parent / 0x100000000
+        how |= TRACKED
       }
       try {
         ops.request(name, how)
       } catch (error) {
-        // A call that failed before the binding read the parent (a bad
-        // name, a closed scope, no memory) must not hand it to the next.
-        if (parent !== 0) io[IO_PARENT_LO] = io[IO_PARENT_HI] = 0
         throw ops.translate(error)
       }
       // The slot's id * 2, + 1 if the lock was free.

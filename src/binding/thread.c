@@ -487,20 +487,22 @@ fail:
 }
 
 /* Makes the request in a new slot: how is the mode (bit 0) and the flags
- * (the bits above) of wl.h. Returns 0 with the result stored, or an error
- * code with nothing left behind. */
+ * (the bits above) of wl.h, and WLB_TRACKED. Returns 0 with the result
+ * stored, or an error code with nothing left behind. */
 static int wlb__make(wlb_thread_t *t, wl_agent_t *agent, const char16_t *name,
                      size_t len, uint32_t how) {
   wl_request_t *req = wlb__slot_alloc(t);
+  int tracked = (how & WLB_TRACKED) != 0;
   int rc;
 
   if (req == NULL)
     return WL_ENOMEM;
-  /* Read once: lib/ writes it only for a request that has one. */
-  req->parent = (uint64_t)t->io[WLB_IO_PARENT_HI] << 32 | t->io[WLB_IO_PARENT_LO];
-  t->io[WLB_IO_PARENT_HI] = t->io[WLB_IO_PARENT_LO] = 0;
+  /* lib/ writes the parent before each tracked request. */
+  req->parent = tracked ? (uint64_t)t->io[WLB_IO_PARENT_HI] << 32 |
+                              t->io[WLB_IO_PARENT_LO]
+                        : 0;
   rc = wl_request(agent, req, (const uint16_t *)name, len,
-                  (wl_mode_t)(how & 1), how >> 1);
+                  (wl_mode_t)(how & 1), (how & ~WLB_TRACKED) >> 1);
   if (rc < 0) {
     wlb__free(t, req);
     return rc;
@@ -510,8 +512,12 @@ static int wlb__make(wlb_thread_t *t, wl_agent_t *agent, const char16_t *name,
   if (t->waiting++ == 0)
     uv_ref((uv_handle_t *)&t->async);
   t->io[WLB_IO_RESULT] = wlb__id(req) * 2 + (rc == WL_GRANTED_AT_ONCE);
-  t->io[WLB_IO_SERIAL_LO] = (uint32_t)wl_request_serial(req);
-  t->io[WLB_IO_SERIAL_HI] = (uint32_t)(wl_request_serial(req) >> 32);
+  if (tracked) {
+    uint64_t serial = wl_request_serial(req);
+
+    t->io[WLB_IO_SERIAL_LO] = (uint32_t)serial;
+    t->io[WLB_IO_SERIAL_HI] = (uint32_t)(serial >> 32);
+  }
   return 0;
 }
 
@@ -536,8 +542,9 @@ napi_value wlb__request(napi_env env, wlb_thread_t *t, wl_agent_t *agent,
 }
 
 /* request(name, how) sets the io result to id * 2 + 1 if the lock was free,
- * id * 2 if the request waits (or misses), and the io serial to its serial;
- * its parent is the io parent's. Validation is lib/'s; this
+ * id * 2 if the request waits (or misses); if how has WLB_TRACKED, its
+ * parent is the io parent's and the io serial is set to its serial.
+ * Validation is lib/'s; this
  * only refuses what would corrupt the manager. Either the request is made
  * and its result stored, or it throws and the core never saw it. */
 napi_value wlb_request(napi_env env, napi_callback_info info) {

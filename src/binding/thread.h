@@ -17,7 +17,7 @@
 
 /* The numbers in a thread's io array: a grant's fencing token, a
  * request's serial (out) and its parent's (in) go as their low and high 32
- * bits. */
+ * bits; the serial and the parent only for a request made WLB_TRACKED. */
 enum {
   WLB_IO_RESULT,
   WLB_IO_ID,
@@ -30,6 +30,11 @@ enum {
   WLB_IO_PARENT_HI,
   WLB_IO
 };
+
+/* A bit of request()'s `how` above wl.h's mode and flags: the request is
+ * tracked for deadlocks (lib/deadlock.js), so it takes its parent from the
+ * io array and gives its serial there. Untracked ones touch neither. */
+#define WLB_TRACKED 8u
 
 /* Request handles per chunk (see wlb_thread_t.chunks), and the most ids a
  * thread may use: an id << 2 fits a handle's data, id * 2 + 1 a uint32. */
