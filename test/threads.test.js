@@ -390,6 +390,37 @@ describe('across threads', function () {
       assert.deepEqual(ids2, ids1);
     });
 
+    // The addon reuses the clientId string of an entry for later entries of
+    // the same agent (a few at a time): entries of more agents than it
+    // keeps, in turn, must each still name their own.
+    it('entries of six threads in turn, held and pending, each carry their own thread\'s clientId', async function () {
+      const agents = [];
+      for (let i = 0; i < 6; i++) agents.push(await spawnAgent());
+      const ids = await Promise.all(agents.map((a) => a.clientId()));
+      const names = [uniq('t-cid6-a'), uniq('t-cid6-b')];
+      const holds = names.map((name) => hold(name, { mode: 'shared' }));
+      await Promise.all(holds.map((h) => h.granted));
+      // Each name: a shared lock of each agent (held beside the main
+      // thread's), then an exclusive request of each (queued), in turn.
+      for (const name of names) {
+        for (const agent of agents) {
+          const id = await agent.request(name, { mode: 'shared' });
+          await agent.granted(id);
+        }
+        for (const agent of agents) await agent.request(name);
+      }
+      const main = await myClientId();
+      const { held, pending } = await stateOf(names);
+      for (const name of names) {
+        assert.deepEqual(held.filter((i) => i.name === name).map((i) => i.clientId), [main, ...ids]);
+        assert.deepEqual(pending.filter((i) => i.name === name).map((i) => i.clientId), ids);
+      }
+      // Ending the threads ends their locks and requests (spec 2.6).
+      await Promise.all(agents.map((a) => a.terminate()));
+      for (const h of holds) h.release();
+      await Promise.all(holds.map((h) => h.done));
+    });
+
     it('a new worker does not reuse the clientId of a worker that has ended', async function () {
       const a = await spawnAgent();
       const first = await a.clientId();
