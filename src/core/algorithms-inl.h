@@ -34,9 +34,10 @@ static int wl__done(wl_manager_t *m, int rc) {
  * (wl_request_serial). A counter in the process-wide manager; in a
  * machine-wide one the time in microseconds, made greater than the last
  * key, so that a request's keys say when it was made and granted
- * (wl_info_t): the time wl_request() read before it took the mutex
- * (m->now), or else the clock's. Either way no key repeats: recovery keeps
- * the last. (Microseconds since boot stay below 2^53 for 285 years.) */
+ * (wl_info_t), on the coarse clock (wl__os_now_coarse): the time
+ * wl_request() read before it took the mutex (m->now), or else the
+ * clock's. Either way no key repeats: recovery keeps the last.
+ * (Microseconds since boot stay below 2^53 for 285 years.) */
 static uint64_t wl__stamp(wl_manager_t *m) {
   uint64_t last = WL__HDR(m)->stamp, now = last + 1;
 
@@ -47,7 +48,7 @@ static uint64_t wl__stamp(wl_manager_t *m) {
   }
 
   if (WL__MACHINE(m)) {
-    uint64_t t = m->now != 0 ? m->now : wl__os_now() / 1000;
+    uint64_t t = m->now != 0 ? m->now : wl__os_now_coarse() / 1000;
     if (t > now)
       now = t;
   }
@@ -509,7 +510,7 @@ static int wl__request(wl_agent_t *agent, wl_request_t *req,
     return WL_EINVAL;
   req->agent = agent;
   hash = wl__hash(m, name, name_len); /* outside the mutex: names can be long */
-  now = WL__MACHINE(m) ? wl__os_now() / 1000 : 0; /* and a clock read */
+  now = WL__MACHINE(m) ? wl__os_now_coarse() / 1000 : 0; /* and a clock read */
 
   if ((granted = wl__lock(m)) != 0)
     return granted;

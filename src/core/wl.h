@@ -142,7 +142,9 @@ typedef struct {
   uint64_t parent; /* wl_request_t.parent */
   /* A machine-wide manager's: when it was made (pending) or granted
    * (held), in microseconds of the monotonic clock that every process of
-   * the machine reads alike (wl__os_now); 0 in the process-wide manager. */
+   * the machine reads alike, read at the resolution of the system's tick
+   * (wl__os_now_coarse: a few ms early at most, never late); 0 in the
+   * process-wide manager. */
   uint64_t since;
   uint32_t pid; /* its agent's process's id (0: unknown) */
   /* wl_scope_peek's: 0 when that process has died and no sweep has ended

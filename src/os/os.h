@@ -64,6 +64,12 @@ uint64_t wl__os_page_size(void);
 /* Nanoseconds of a monotonic clock that every process of the machine
  * reads alike (not since any set point), never 0. */
 uint64_t wl__os_now(void);
+/* The same clock, read more cheaply where the system can, at the
+ * resolution of its scheduler's tick: for the times that records keep
+ * (wl__stamp), which every request reads and which are only shown, never
+ * waited on. It may be behind wl__os_now() by a tick or more (when ticks
+ * are deferred), never ahead. */
+uint64_t wl__os_now_coarse(void);
 /* This process's id. */
 uint32_t wl__os_pid(void);
 

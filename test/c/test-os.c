@@ -1,5 +1,5 @@
 /* The OS layer (os/os.h) and what the core builds on it: error codes out of
- * errno's range, a region committed as it grows, pages given back and still
+ * errno's range, the coarse clock, a region committed as it grows, pages given back and still
  * usable, once-initialisation across threads. */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +23,21 @@ static void test_codes_out_of_errno_range(void) {
       ASSERT(codes[i] != codes[j]);
   }
   ASSERT(WL_ELAYOUT != -EPROTO && WL_ECORRUPT != -EBADMSG);
+}
+
+/* The coarse clock is the monotonic one, never ahead of it: read between
+ * two precise reads, it is not after the second, and not a second before
+ * the first. */
+static void test_coarse_clock_is_the_clock(void) {
+  int i;
+
+  for (i = 0; i < 1000; i++) {
+    uint64_t before = wl__os_now(), coarse = wl__os_now_coarse(),
+             after = wl__os_now();
+
+    ASSERT(coarse != 0 && coarse <= after);
+    ASSERT(coarse + 1000000000u > before);
+  }
 }
 
 /* A region whose first megabyte only is committed, as on Windows: blocks
@@ -123,6 +138,7 @@ static void test_mutex_excludes(void) {
 
 int main(void) {
   RUN(test_codes_out_of_errno_range);
+  RUN(test_coarse_clock_is_the_clock);
   RUN(test_region_commits_as_it_grows);
   RUN(test_discarded_pages_stay_usable);
   RUN(test_once_runs_once);

@@ -56,6 +56,19 @@ uint64_t wl__os_now(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1;
 }
 
+/* Linux's coarse clock: a fifth of CLOCK_MONOTONIC's cost (6.6 against 30
+ * ns here), which was a fifth of a scope's request and release in C. */
+uint64_t wl__os_now_coarse(void) {
+#ifdef CLOCK_MONOTONIC_COARSE
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1;
+#else
+  return wl__os_now();
+#endif
+}
+
 uint32_t wl__os_pid(void) { return (uint32_t)getpid(); }
 
 uint64_t wl__os_entropy(void) {
