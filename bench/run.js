@@ -13,6 +13,7 @@
 //   npm run bench -- --json out.json    also write every outcome as JSON
 //   npm run bench -- --windows          the scope cases under node.exe and wine too
 //   npm run bench -- --baseline DIR     every web-locks figure against another checkout's, same run
+//   npm run bench -- --baseline DIR --passes 5   the same, in 5 passes
 //
 // The PostgreSQL cases (postgres in their names) run against one server for
 // the whole run: started here (lib/postgres.js), or that of
@@ -37,7 +38,7 @@ const CASES = ['uncontended', 'burst', 'held', 'handoff', 'contention', 'readers
 // The cases that --windows runs, each on both sides (lib/wine.js).
 const WINDOWS_CASES = ['scope-uncontended', 'scope-handoff', 'scope-kill']
 
-const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <node >= 24>] [--no-current] [--json <file>] [--windows] [--baseline <dir>]
+const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <node >= 24>] [--no-current] [--json <file>] [--windows] [--baseline <dir> [--passes <n>]]
   --quick        CI-sized run (about a minute): fewer sizes, rounds and threads (--full: the default)
   --filter RE    only the measurement points whose name matches RE (e.g. 'uncontended|handoff')
   --node PATH    the Node >= 24 to measure under (default: the running Node if >= 24,
@@ -49,12 +50,13 @@ const USAGE = `usage: node bench/bench.js [--quick] [--filter <regex>] [--node <
                  by wine and under Linux's node of the same major (--node: another), with the floors of each,
                  both loading the package as it ships (packed first); wine's figures are not Windows's
   --baseline DIR every web-locks figure also measured with the package in DIR (another checkout, built),
-                 in alternating processes (at least 2 per point), and each one's change printed
+                 in alternating processes, and each one's change printed: the median of the passes' ratios
+  --passes N     with --baseline: at least N passes per point (default 2)
 The PostgreSQL cases (--filter postgres) start a server for the run (test/fixtures/postgres.js),
 or use WEB_LOCKS_BENCH_POSTGRES=<connection string>.`
 
 function parseArgs (argv) {
-  const opts = { quick: false, filter: null, node: null, current: undefined, json: null, windows: false, baseline: null }
+  const opts = { quick: false, filter: null, node: null, current: undefined, json: null, windows: false, baseline: null, passes: 2 }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     const next = () => {
@@ -71,15 +73,23 @@ function parseArgs (argv) {
     else if (a === '--json') opts.json = path.resolve(next())
     else if (a === '--windows') opts.windows = true
     else if (a === '--baseline') opts.baseline = path.resolve(next())
+    else if (a === '--passes') opts.passes = passesOf(next())
     else if (a === '--help' || a === '-h') opts.help = true
     else throw new Error(`unknown option ${a}\n${USAGE}`)
   }
   // web-locks under the running Node too: in full runs, unless told
   // (--windows has its own second column: wine).
   if (opts.windows && opts.baseline) throw new Error('--baseline and --windows cannot be used together')
+  if (opts.passes !== 2 && !opts.baseline) throw new Error('--passes is for --baseline')
   if (opts.windows || opts.baseline) opts.current = false
   else if (opts.current === undefined) opts.current = !opts.quick
   return opts
+}
+
+function passesOf (text) {
+  const n = Number(text)
+  if (!Number.isInteger(n) || n < 2 || n > 99) throw new Error(`--passes: ${JSON.stringify(text)} is not a number of passes from 2 to 99`)
+  return n
 }
 
 const log = (...a) => process.stderr.write(`${a.join(' ')}\n`)
@@ -138,13 +148,14 @@ function baselineOf (dir) {
 }
 
 // Each of web-locks' implementations beside its baseline twin, in at
-// least two passes, so that the alternating order weighs on both alike.
-function withBaseline (point) {
+// least `passes` passes (2 or more), so that the alternating order weighs on
+// both alike, and each pass gives a ratio of the two (printBaseline).
+function withBaseline (point, passes) {
   if (!point.impls.some((impl) => OURS.has(impl))) return point
   return {
     ...point,
     impls: point.impls.flatMap((impl) => (OURS.has(impl) ? [impl, `${impl}@baseline`] : [impl])),
-    passes: Math.max(point.passes || 1, 2)
+    passes: Math.max(point.passes || 1, passes)
   }
 }
 
@@ -268,7 +279,7 @@ async function measureAll (opts, wine) {
   const baseline = opts.baseline ? baselineOf(opts.baseline) : null
   if (baseline !== null) {
     log(`baseline: ${baseline.dir} (addon ${baseline.addon.file}, sha256 ${baseline.addon.hash})`)
-    plan = plan.map((p) => ({ ...p, point: withBaseline(p.point) }))
+    plan = plan.map((p) => ({ ...p, point: withBaseline(p.point, opts.passes) }))
   }
   // Each PostgreSQL point once per placement of client and server
   // (lib/placement.js).
@@ -308,6 +319,7 @@ function caseRows (mod, get, opts, placements) {
 async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, started, postgres, wine, placements, baseline }) {
   const addonBefore = addonBuild(wine ? wine.pkg : undefined)
   const outcomes = new Map() // `${key}\0${impl}` -> outcome
+  const passOutcomes = new Map() // `${key}\0${impl}` -> the outcome of each pass
   const loads = [] // the 1-minute load average before each point
   const seriesDone = new Map() // `${series}\0${impl}` -> [{ size, outcome }]
   for (const { id, point } of plan) {
@@ -368,6 +380,7 @@ async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, s
     for (const impl of point.impls) {
       const outcome = merge(runs.get(impl))
       outcomes.set(`${point.key}\0${impl}`, outcome)
+      passOutcomes.set(`${point.key}\0${impl}`, runs.get(impl))
       if (point.series) {
         const seriesKey = `${point.series}\0${impl}`
         if (!seriesDone.has(seriesKey)) seriesDone.set(seriesKey, [])
@@ -385,15 +398,26 @@ async function runPlan ({ opts, settings, node, benchNode, benchVersion, plan, s
     if (rows.length) sections.push({ title: opts.windows ? mod.windowsSection : mod.section, rows, table: mod.table })
   }
   const allRows = sections.flatMap((s) => s.rows)
-  // The same rows from the baseline's figures.
-  const baselineRows = baseline === null
-    ? null
-    : CASES.flatMap((id) => caseRows(require(`./cases/${id}`), (key, impl) => get(key, OURS.has(impl) ? `${impl}@baseline` : impl), opts, placements))
+  // The same rows from the baseline's figures; and both from each pass
+  // alone (pass p of each implementation: their processes ran side by
+  // side, in the same conditions).
+  const twin = (impl) => (OURS.has(impl) ? `${impl}@baseline` : impl)
+  const rowsOf = (getter) => CASES.flatMap((id) => caseRows(require(`./cases/${id}`), getter, opts, placements))
+  const baselineRows = baseline === null ? null : rowsOf((key, impl) => get(key, twin(impl)))
+  const passRows = []
+  const mostPasses = Math.max(0, ...[...passOutcomes.values()].map((runs) => runs.length))
+  for (let p = 0; baseline !== null && p < mostPasses; p++) {
+    const pass = (key, impl) => {
+      const runs = passOutcomes.get(`${key}\0${impl}`)
+      return runs && runs[p]
+    }
+    passRows.push({ ours: rowsOf(pass), theirs: rowsOf((key, impl) => pass(key, twin(impl))) })
+  }
   const addon = { before: addonBefore, after: addonBuild(wine ? wine.pkg : undefined) }
   print({ opts, node, benchVersion, sections, allRows, outcomes, plan, started, get, loads, addon, postgres, wine, placements })
-  if (baseline !== null) printBaseline(allRows, baselineRows, baseline)
+  const comparison = baseline !== null ? printBaseline(allRows, baselineRows, passRows, baseline) : null
   if (opts.json) {
-    fs.writeFileSync(opts.json, JSON.stringify({ opts: { ...opts, filter: String(opts.filter) }, node: benchVersion, rows: allRows, baselineRows, outcomes: [...outcomes] }, null, 1))
+    fs.writeFileSync(opts.json, JSON.stringify({ opts: { ...opts, filter: String(opts.filter) }, node: benchVersion, rows: allRows, baselineRows, comparison, outcomes: [...outcomes] }, null, 1))
   }
 }
 
@@ -569,32 +593,50 @@ function print ({ opts, node, benchVersion, sections, allRows, outcomes, plan, s
 module.exports = { main, parseArgs }
 
 // --baseline: each web-locks figure of this run beside the baseline's
-// (rows with a better direction), its change, and those worse by more
-// than 3%.
-function printBaseline (allRows, baselineRows, baseline) {
-  const theirs = new Map(baselineRows.map((r) => [r.id, r]))
+// (rows with a better direction), and how much worse it is: the median of
+// the passes' ratios, each of a pass's figure over the baseline's in the
+// same pass (processes run side by side), which a figure that moves from
+// run to run sways less than a ratio of the passes' medians; with how many
+// passes saw it worse by more than 3%, and the range. Those whose median is
+// worse by more than 3% are listed. Returns the lines (for --json).
+function printBaseline (allRows, baselineRows, passRows, baseline) {
+  const byId = (rows) => new Map(rows.map((r) => [r.id, r]))
+  const theirs = byId(baselineRows)
+  const passes = passRows.map(({ ours, theirs }) => ({ ours: byId(ours), theirs: byId(theirs) }))
   const ours = (r) => r && r.cells['web-locks'] && !r.cells['web-locks'].fail ? r.cells['web-locks'].value : undefined
+  const worse = (row, a, b) => (row.better === 'lower' ? a / b : b / a)
   const lines = []
   for (const row of allRows) {
     const a = ours(row)
     const b = ours(theirs.get(row.id))
     if ((row.better !== 'lower' && row.better !== 'higher') || !(a > 0) || !(b > 0)) continue
-    lines.push({ row, a, b, worse: row.better === 'lower' ? a / b : b / a })
+    const ratios = []
+    for (const pass of passes) {
+      const pa = ours(pass.ours.get(row.id))
+      const pb = ours(pass.theirs.get(row.id))
+      if (pa > 0 && pb > 0) ratios.push(worse(row, pa, pb))
+    }
+    const median = ratios.length ? ratios.slice().sort((x, y) => x - y)[ratios.length >> 1] : worse(row, a, b)
+    lines.push({ row, a, b, ratios, worse: median })
   }
   const change = (w) => `${w >= 1 ? '+' : ''}${((w - 1) * 100).toFixed(1)}%`
   console.log('')
   console.log(`Against the baseline, ${baseline.dir} (addon ${baseline.addon.file}, sha256 ${baseline.addon.hash}), ` +
-    'measured in the same run in alternating processes: each web-locks figure of this checkout, the baseline\'s, and how ' +
-    'much worse this checkout is (+: slower, fewer per second, or more memory; -: better).')
+    `measured in the same run in alternating processes, ${passRows.length} passes: each web-locks figure of this checkout ` +
+    '(the median of the passes), the baseline\'s, and how much worse this checkout is (+: slower, fewer per second, or ' +
+    'more memory; -: better): the median of the passes\' ratios, how many passes saw it worse by more than 3%, and their range.')
   console.log(format.table([
     { title: 'case', left: true, get: (l) => l.row.label },
     { title: 'this checkout', get: (l) => format.value(l.row.unit, l.a) },
     { title: 'baseline', get: (l) => format.value(l.row.unit, l.b) },
-    { title: 'worse by', get: (l) => change(l.worse) }
+    { title: 'worse by', get: (l) => change(l.worse) },
+    { title: 'passes >3%', get: (l) => l.ratios.length ? `${l.ratios.filter((r) => r > 1.03).length}/${l.ratios.length}` : '' },
+    { title: 'range', get: (l) => l.ratios.length > 1 ? `${change(Math.min(...l.ratios))} .. ${change(Math.max(...l.ratios))}` : '' }
   ], lines))
   const over = lines.filter((l) => l.worse > 1.03)
   console.log(over.length
-    ? `${over.length} of ${lines.length} figures worse than the baseline's by more than 3%: ` +
+    ? `${over.length} of ${lines.length} figures worse than the baseline's by more than 3% (median of the passes): ` +
       over.map((l) => `${l.row.label} (${change(l.worse)})`).join('; ')
-    : `No figure of ${lines.length} worse than the baseline's by more than 3%.`)
+    : `No figure of ${lines.length} worse than the baseline's by more than 3% (median of the passes).`)
+  return lines.map((l) => ({ id: l.row.id, ours: l.a, baseline: l.b, worse: l.worse, passes: l.ratios }))
 }

@@ -49,6 +49,7 @@ function points (opts) {
 
 async function run ({ n }, implId, ctx) {
   const place = ctx.postgres
+  const admin = await pgBench.client(place, { application_name: 'web-locks-bench-admin' })
   const scope = `handoff-${process.pid}`
   // One after the other: the first creates the schema.
   const procs = []
@@ -59,6 +60,7 @@ async function run ({ n }, implId, ctx) {
     const signals = path.join(ctx.dir, `signals-${r}`)
     fs.writeFileSync(signals, Buffer.alloc(16))
     const go = { round: r, name: `handoff-${r}`, n, signals }
+    const server = await pgBench.serverCpu(admin, place)
     if (implId === 'pg-notify') {
       // Process 1 listens for the round's messages before 0 sends the first.
       procs[1].send(go)
@@ -78,6 +80,12 @@ async function run ({ n }, implId, ctx) {
     } finally {
       clearInterval(ticker)
     }
+    // Per hand-off (2n: each process takes the lock n times), or per
+    // message for the reference (each process sends n): a hand-off's
+    // statements are a release that grants, a request that queues, and the
+    // query() after it by which its process knows it waits.
+    const spent = pgBench.serverCpuSpent(server, await pgBench.serverCpu(admin, place))
+    if (spent !== null) m.serverCpu = spent / (2 * n)
     if (implId === 'pg-notify') {
       const samples = results.flatMap((x) => Array.from(x.latencies))
       m.p50 = percentile(samples, 50)
@@ -97,6 +105,7 @@ async function run ({ n }, implId, ctx) {
     return await measure((m) => round(m, n), { ...ctx, warmup: () => round({}, Math.max(50, n >> 3)) })
   } finally {
     await stopProcesses(procs)
+    await admin.end()
   }
 }
 
@@ -167,6 +176,7 @@ function rows (get) {
   const p50 = out[0]
   const rtt = out[out.length - 1]
   out.push({ ...p50, id: 'postgres.handoff.p50.rtt', label: 'handoff, one way, p50 (reference: NOTIFY round trip, p50)', cells: { ...p50.cells, reference: rtt.cells.reference } })
+  out.push(pgRow(get, 'postgres.handoff.server', 'handoff: server CPU time per handoff: release, next request, its query() (reference: per NOTIFY)', 'ns', key, 'serverCpu'))
   out.push({ ...pgRow(get, 'postgres.handoff.violations', 'handoff: mutual-exclusion violations', 'count', key, 'violations', { reference: null }), better: null })
   return out
 }

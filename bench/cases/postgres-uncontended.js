@@ -15,6 +15,12 @@
 // locks do not have): two single-row UPDATEs of an unlogged table,
 // prepared, each its own transaction, on one pg.Client.
 //
+// A third is web-locks' own two statements, as its manager sends them (the
+// request that updates a free name's row, and that row's release), replayed
+// on one pg.Client: what web-locks costs without its JavaScript (the shim,
+// the ordered line of calls, the request's record), which the difference
+// from web-locks' figure is.
+//
 // The child also counts the statements web-locks sends per request+release
 // (pg.Client#query, which the manager's connections use): round trips.
 // And, for both, where the time goes: the CPU time per request+release of
@@ -34,7 +40,7 @@ function points (opts) {
     passes: opts.quick ? 1 : 3,
     rounds: opts.quick ? 3 : 4,
     postgres: true,
-    impls: ['web-locks-postgres', 'pg-advisory', 'pg-update']
+    impls: ['web-locks-postgres', 'pg-advisory', 'pg-update', 'pg-statements']
   }]
 }
 
@@ -63,11 +69,56 @@ function pairs (c, first, second) {
   }
 }
 
+// web-locks' request (on a free name) and release statements, as a manager
+// on `place` sends them: made by two requests of its own (the second one
+// is in the name's row), caught on their way to pg.
+async function ownStatements (place) {
+  const { Client } = require('pg')
+  const sent = []
+  const query = Client.prototype.query
+  Client.prototype.query = function (config, ...rest) {
+    if (config !== null && typeof config === 'object' && typeof config.name === 'string') sent.push(config)
+    return query.call(this, config, ...rest)
+  }
+  let locks
+  try {
+    locks = await open('web-locks-postgres', { place, scope: `statements-${process.pid}` })
+    await locks.request('n0', () => {})
+    await locks.request('n0', () => {})
+  } finally {
+    Client.prototype.query = query
+  }
+  const last = (suffix) => sent.findLast((q) => q.name.endsWith(suffix))
+  const request = last('_request')
+  const release = last('_release_row')
+  if (request === undefined || release === undefined) throw new Error('web-locks sent no request and release_row statements')
+  return { locks, request: { ...request, values: [...request.values] }, release: { ...release, values: [...release.values] } }
+}
+
+// The replay of ownStatements' two: the release gives the name's id that
+// the request's answer says, and the ceiling of the tokens is raised as
+// the manager raises it (a stale one would cost a call every request).
+function replay (c, request, release) {
+  return async (n) => {
+    const t0 = nowNs()
+    for (let i = 0; i < n; i++) {
+      const { rows } = await c.query(request)
+      const { token, in_row: inRow, ceiling } = rows[0]
+      if (token === null || token === '0' || inRow === null) throw new Error('the replayed request was not granted in its row')
+      if (ceiling !== null) request.values[8] = ceiling
+      release.values[2] = inRow
+      await c.query(release)
+    }
+    return (nowNs() - t0) / n
+  }
+}
+
 async function run ({ ops, warmupMs }, implId, ctx) {
   const place = ctx.postgres
   const admin = await pgBench.client(place, { application_name: 'web-locks-bench-admin' })
   let loop
   let counter = null
+  let closeAlso = async () => {}
   if (implId === 'pg-advisory') {
     const c = await pgBench.client(place)
     loop = pairs(c, { name: 'bench_lock', text: 'SELECT pg_advisory_lock($1)', values: [42] },
@@ -80,6 +131,13 @@ async function run ({ ops, warmupMs }, implId, ctx) {
     await c.query(`INSERT INTO ${table} VALUES (1, 0)`)
     loop = pairs(c, { name: 'bench_take', text: `UPDATE ${table} SET n = n + 1 WHERE id = $1`, values: [1] },
       { name: 'bench_give', text: `UPDATE ${table} SET n = n - 1 WHERE id = $1`, values: [1] })
+  } else if (implId === 'pg-statements') {
+    // The manager stays open, alone in its scope (no watcher), so that its
+    // agent, whose id the statements carry, is there.
+    const own = await ownStatements(place)
+    closeAlso = () => own.locks.close()
+    const c = await pgBench.client(place)
+    loop = replay(c, own.request, own.release)
   } else {
     counter = countQueries()
     const locks = await open(implId, { place, scope: `uncontended-${process.pid}` })
@@ -102,6 +160,7 @@ async function run ({ ops, warmupMs }, implId, ctx) {
       if (counter) m.calls = (counter.n - before) / ops
     }, { ...ctx, warmup: () => warmup(loop, warmupMs) })
   } finally {
+    await closeAlso()
     await admin.end()
   }
 }
@@ -112,6 +171,9 @@ function rows (get) {
     pgBench.pgRow(get, { id: 'postgres.uncontended', label: 'request+release, sync callback, 1 name (reference: advisory lock+unlock)', unit: 'ns', key, metric: 'op', reference: 'pg-advisory' }),
     pgBench.pgRow(get, { id: 'postgres.uncontended.update', label: 'request+release (reference: 2 single-row UPDATEs of an unlogged table)', unit: 'ns', key, metric: 'op', reference: 'pg-update' }),
     pgBench.pgRow(get, { id: 'postgres.uncontended.update.server', label: 'request+release: server CPU time (reference: the 2 UPDATEs)', unit: 'ns', key, metric: 'serverCpu', reference: 'pg-update' }),
+    pgBench.pgRow(get, { id: 'postgres.uncontended.statements', label: 'request+release (reference: its 2 statements replayed on a pg.Client)', unit: 'ns', key, metric: 'op', reference: 'pg-statements' }),
+    pgBench.pgRow(get, { id: 'postgres.uncontended.statements.server', label: 'request+release: server CPU time (reference: its 2 statements replayed)', unit: 'ns', key, metric: 'serverCpu', reference: 'pg-statements' }),
+    pgBench.pgRow(get, { id: 'postgres.uncontended.statements.client', label: 'request+release: client CPU time (reference: its 2 statements replayed)', unit: 'ns', key, metric: 'clientCpu', reference: 'pg-statements' }),
     pgBench.pgRow(get, { id: 'postgres.uncontended.server', label: 'request+release: server CPU time (reference: advisory lock+unlock)', unit: 'ns', key, metric: 'serverCpu', reference: 'pg-advisory' }),
     pgBench.pgRow(get, { id: 'postgres.uncontended.client', label: 'request+release: client CPU time (reference: advisory lock+unlock)', unit: 'ns', key, metric: 'clientCpu', reference: 'pg-advisory' }),
     pgBench.pgRow(get, { id: 'postgres.uncontended.calls', label: 'request+release: statements sent (round trips)', unit: 'ratio', better: null, key, metric: 'calls' })

@@ -80,6 +80,9 @@ const IMPLS = {
   'pg-update': {
     label: 'UPDATE of one row of an unlogged table, twice (prepared, each its own transaction) on one pg.Client'
   },
+  'pg-statements': {
+    label: 'web-locks\' own two statements (a request on a free name, its release), as its manager sends them, replayed on one pg.Client: the lock without the package\'s JavaScript'
+  },
   'pg-notify-ring': {
     label: 'LISTEN/NOTIFY in a ring of the processes: each passes a token to the next with SELECT pg_notify($1, $2) on one pg.Client'
   },
