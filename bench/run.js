@@ -56,7 +56,7 @@ The PostgreSQL cases (--filter postgres) start a server for the run (test/fixtur
 or use WEB_LOCKS_BENCH_POSTGRES=<connection string>.`
 
 function parseArgs (argv) {
-  const opts = { quick: false, filter: null, node: null, current: undefined, json: null, windows: false, baseline: null, passes: 2 }
+  const opts = { quick: false, filter: null, node: null, current: undefined, json: null, windows: false, baseline: null, passes: null }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     const next = () => {
@@ -80,7 +80,8 @@ function parseArgs (argv) {
   // web-locks under the running Node too: in full runs, unless told
   // (--windows has its own second column: wine).
   if (opts.windows && opts.baseline) throw new Error('--baseline and --windows cannot be used together')
-  if (opts.passes !== 2 && !opts.baseline) throw new Error('--passes is for --baseline')
+  if (opts.passes !== null && !opts.baseline) throw new Error('--passes is for --baseline')
+  if (opts.passes === null) opts.passes = 2
   if (opts.windows || opts.baseline) opts.current = false
   else if (opts.current === undefined) opts.current = !opts.quick
   return opts
@@ -603,8 +604,18 @@ function printBaseline (allRows, baselineRows, passRows, baseline) {
   const byId = (rows) => new Map(rows.map((r) => [r.id, r]))
   const theirs = byId(baselineRows)
   const passes = passRows.map(({ ours, theirs }) => ({ ours: byId(ours), theirs: byId(theirs) }))
-  const ours = (r) => r && r.cells['web-locks'] && !r.cells['web-locks'].fail ? r.cells['web-locks'].value : undefined
+  // A pass that failed may leave a partial figure (rows.js): fewer rounds,
+  // in other conditions, which is not compared.
+  const ours = (r) => {
+    const cell = r && r.cells['web-locks']
+    return cell && !cell.fail && !cell.partial ? cell.value : undefined
+  }
   const worse = (row, a, b) => (row.better === 'lower' ? a / b : b / a)
+  const median = (xs) => {
+    const sorted = xs.slice().sort((x, y) => x - y)
+    const mid = sorted.length >> 1
+    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+  }
   const lines = []
   for (const row of allRows) {
     const a = ours(row)
@@ -616,15 +627,15 @@ function printBaseline (allRows, baselineRows, passRows, baseline) {
       const pb = ours(pass.theirs.get(row.id))
       if (pa > 0 && pb > 0) ratios.push(worse(row, pa, pb))
     }
-    const median = ratios.length ? ratios.slice().sort((x, y) => x - y)[ratios.length >> 1] : worse(row, a, b)
-    lines.push({ row, a, b, ratios, worse: median })
+    lines.push({ row, a, b, ratios, worse: ratios.length ? median(ratios) : worse(row, a, b) })
   }
   const change = (w) => `${w >= 1 ? '+' : ''}${((w - 1) * 100).toFixed(1)}%`
   console.log('')
   console.log(`Against the baseline, ${baseline.dir} (addon ${baseline.addon.file}, sha256 ${baseline.addon.hash}), ` +
     `measured in the same run in alternating processes, ${passRows.length} passes: each web-locks figure of this checkout ` +
     '(the median of the passes), the baseline\'s, and how much worse this checkout is (+: slower, fewer per second, or ' +
-    'more memory; -: better): the median of the passes\' ratios, how many passes saw it worse by more than 3%, and their range.')
+    'more memory; -: better): the median of the passes\' ratios (each pass\'s figure over the baseline\'s in the same pass, ' +
+    'which can differ from the ratio of the two medians), how many passes saw it worse by more than 3%, and their range.')
   console.log(format.table([
     { title: 'case', left: true, get: (l) => l.row.label },
     { title: 'this checkout', get: (l) => format.value(l.row.unit, l.a) },

@@ -11,6 +11,10 @@ const { SafeBigInt, SafeMap, SafeSet, SafeWeakSet } = require('./intrinsics.js')
 const { unsupported } = require('./platform.js')
 const { IO_ID, IO_EVENTS, IO_TOKEN_LO, IO_TOKEN_HI, EV_GRANTED } = require('./events.js')
 
+// The addon's interface that this lib/ is written for (src/binding/module.c's
+// WLB_ABI).
+const ABI = 1
+
 const binding = loadBinding(path.join(__dirname, '..'))
 
 // This thread's requests of native managers, indexed by native id (small
@@ -50,8 +54,9 @@ function loadBinding (root) {
     error.code = 'ENOTSUP'
     throw error
   }
+  let addon
   try {
-    return require('node-gyp-build')(root)
+    addon = require('node-gyp-build')(root)
   } catch (error) {
     if (error === null || typeof error !== 'object' || !String(error.message).startsWith('No native build was found')) throw error
     let prebuilt = []
@@ -67,6 +72,17 @@ function loadBinding (root) {
     missing.cause = error
     throw missing
   }
+  // A build of another version of the package (left in build/ by another
+  // checkout, or a prebuild not rebuilt), which node-gyp-build may load
+  // before the right one, would read requests another way.
+  if (addon.abi !== ABI) {
+    const other = new Error(`web-locks: the native build in ${root} is of another version of web-locks ` +
+      `(its interface ${addon.abi === undefined ? 'has no number' : `is ${addon.abi}`}; this copy's lib/ needs ${ABI}). ` +
+      'Rebuild it: npm rebuild web-locks (in a checkout of web-locks: npm run build)')
+    other.code = 'ENOBUILD'
+    throw other
+  }
+  return addon
 }
 
 function setUp () {

@@ -133,11 +133,21 @@ static napi_value wlb_has_ref(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* The thread's own functions, before the scopes' (machine.h). */
-#define WLB_THREAD_PROPS 8
+/* The interface between lib/ and this addon (what each passes the other:
+ * the io array's slots, request()'s bits, the exports), which lib/binding.js
+ * checks: a build left from another version of the package, loaded by
+ * node-gyp-build before the right one, must not take requests apart in
+ * another way. Raised whenever either side changes what the other relies
+ * on. */
+#define WLB_ABI 1
+
+/* The thread's own functions and the ABI, before the scopes' (machine.h). */
+#define WLB_THREAD_PROPS 9
 static napi_value wlb__define(napi_env env, napi_value exports,
                               wlb_thread_t *t) {
+  napi_value abi;
   napi_property_descriptor props[] = {
+      {"abi", NULL, NULL, NULL, NULL, NULL, napi_default, NULL},
       {"setup", NULL, wlb_setup, NULL, NULL, NULL, napi_default, t},
       {"request", NULL, wlb_request, NULL, NULL, NULL, napi_default, t},
       {"release", NULL, wlb_release, NULL, NULL, NULL, napi_default, t},
@@ -151,6 +161,8 @@ static napi_value wlb__define(napi_env env, napi_value exports,
   size_t n = WLB_THREAD_PROPS +
              wlb__scope_props(t, props + WLB_THREAD_PROPS);
 
+  WLB_CALL(env, napi_create_uint32(env, WLB_ABI, &abi));
+  props[0].value = abi;
   WLB_CALL(env, napi_define_properties(env, exports, n, props));
   return exports;
 }

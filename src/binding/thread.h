@@ -35,6 +35,8 @@ enum {
  * tracked for deadlocks (lib/deadlock.js), so it takes its parent from the
  * io array and gives its serial there. Untracked ones touch neither. */
 #define WLB_TRACKED 8u
+_Static_assert(WLB_TRACKED > ((unsigned)(WL_IF_AVAILABLE | WL_STEAL) << 1 | 1),
+               "WLB_TRACKED must lie above wl.h's mode and flags");
 
 /* Request handles per chunk (see wlb_thread_t.chunks), and the most ids a
  * thread may use: an id << 2 fits a handle's data, id * 2 + 1 a uint32. */

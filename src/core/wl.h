@@ -143,8 +143,10 @@ typedef struct {
   /* A machine-wide manager's: when it was made (pending) or granted
    * (held), in microseconds of the monotonic clock that every process of
    * the machine reads alike, read at the resolution of the system's tick
-   * (wl__os_now_coarse: a few ms early at most, never late); 0 in the
-   * process-wide manager. */
+   * (wl__os_now_coarse: a few ms early), and made greater than the last
+   * one recorded (wl__stamp: so after a burst of more than one request a
+   * microsecond it may run ahead of the clock, and an entry then shows no
+   * duration); 0 in the process-wide manager. */
   uint64_t since;
   uint32_t pid; /* its agent's process's id (0: unknown) */
   /* wl_scope_peek's: 0 when that process has died and no sweep has ended

@@ -32,6 +32,8 @@ const EV_STOLEN = 4;
 // A native request's how: its mode (bit 0) and flags (the bits above).
 const SHARED = 1;
 const STEAL = 4;
+// The binding's WLB_TRACKED (lib/events.js): not a flag of the request.
+const TRACKED = 8;
 const IO_RESULT = 0;
 const IO_ID = 1;
 const IO_EVENTS = 2;
@@ -254,7 +256,7 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
           S[stateAt(r)] = 0;
           S[L.STATE_NAME + (r & L.STATE_MASK)] = n + 1;
           setCur(n, r);
-          emit({ k: 'req', t, tid, r, n, mode: how & SHARED ? 'shared' : 'exclusive', flags: how >> 1, robbed });
+          emit({ k: 'req', t, tid, r, n, mode: how & SHARED ? 'shared' : 'exclusive', flags: (how & ~TRACKED) >> 1, robbed });
           binding.request(name, how);
           // id * 2, plus 1 when the lock was granted at once
           const result = io[IO_RESULT];
