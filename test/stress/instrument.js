@@ -220,6 +220,8 @@ function instrument({ pkg, sab, tid, slot, names, sink, onFatal }) {
   function wrap(binding) {
     real = binding;
     const w = wrapped = {
+      // The addon's own: lib/binding.js checks it.
+      abi: binding.abi,
       setup(dispatch, clientId, stuckCheck) {
         io = binding.setup(function wrappedDispatch() {
           const id = io[IO_ID];
