@@ -40,42 +40,62 @@ static int wlb__client_id(napi_env env, wlb__ids_t *ids, const wl_info_t *info,
   return 0;
 }
 
-/* Entries of one name share one JS string (names[i], made on first use):
- * a long name held or awaited many times is copied once. */
-static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
-                             napi_value modes[2], napi_value *names,
-                             wlb__ids_t *ids, int details) {
-  /* Filled once; each entry sets the values it has (a query's entries have
-   * the first 3, details' 7, a peek's 8). Keys as strings made once: a C
-   * string key is made and looked up in V8's string table again for every
-   * entry, which cost a fifth of a query's time. */
-  static const char *const keys[] = {"name",   "mode", "clientId",
-                                     "serial", "parent", "pid",
+/* What every entry of a snapshot shares, made once per snapshot: the keys
+ * (a C string key is made and looked up in V8's string table again for
+ * every entry, which cost a fifth of a query's time), the modes, the names
+ * (names[i], made on first use: a long name held or awaited many times is
+ * copied once), the last clientIds, and now. A query's entries have the
+ * first 3 keys, details' 7, a peek's 8; each entry sets their values. */
+typedef struct {
+  napi_property_descriptor props[8];
+  size_t nprops;
+  int details;
+  napi_value modes[2];
+  napi_value *names;
+  wlb__ids_t ids;
+  uint64_t now;
+} wlb__shared_t;
+
+static int wlb__shared_init(napi_env env, wlb__shared_t *sh, int details) {
+  static const char *const keys[] = {"name",   "mode",    "clientId",
+                                     "serial", "parent",  "pid",
                                      "elapsed", "alive"};
-  napi_property_descriptor props[sizeof(keys) / sizeof(keys[0])];
-  size_t nprops = details == WLB_PEEKED ? 8 : details ? 7 : 3;
-  napi_value array, entry;
-  uint64_t now = details ? wl_clock() : 0;
   size_t i;
 
-  for (i = 0; i < nprops; i++) {
-    props[i] = (napi_property_descriptor){NULL, NULL, NULL, NULL,
-                                         NULL, NULL, WLB_DATA, NULL};
-    WLB_CALL(env, napi_create_string_latin1(env, keys[i], NAPI_AUTO_LENGTH,
-                                            &props[i].name));
+  sh->details = details;
+  sh->nprops = details == WLB_PEEKED ? 8 : details ? 7 : 3;
+  sh->now = details ? wl_clock() : 0;
+  for (i = 0; i < sh->nprops; i++) {
+    sh->props[i] = (napi_property_descriptor){NULL, NULL, NULL, NULL,
+                                             NULL, NULL, WLB_DATA, NULL};
+    if (napi_create_string_latin1(env, keys[i], NAPI_AUTO_LENGTH,
+                                  &sh->props[i].name) != napi_ok)
+      return 1;
   }
+  return napi_create_string_latin1(env, "exclusive", NAPI_AUTO_LENGTH,
+                                   &sh->modes[WL_EXCLUSIVE]) != napi_ok ||
+         napi_create_string_latin1(env, "shared", NAPI_AUTO_LENGTH,
+                                   &sh->modes[WL_SHARED]) != napi_ok;
+}
+
+static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
+                             wlb__shared_t *sh) {
+  napi_property_descriptor *props = sh->props;
+  napi_value array, entry;
+  size_t i;
+
   WLB_CALL(env, napi_create_array_with_length(env, n, &array));
   for (i = 0; i < n; i++) {
     const wl_info_t *info = &infos[i];
-    napi_value *name = &names[info->name_index];
+    napi_value *name = &sh->names[info->name_index];
     if (*name == NULL)
       WLB_CALL(env, napi_create_string_utf16(env, (const char16_t *)info->name,
                                              info->name_len, name));
     props[0].value = *name;
-    props[1].value = modes[info->mode];
-    if (wlb__client_id(env, ids, info, &props[2].value) != 0)
+    props[1].value = sh->modes[info->mode];
+    if (wlb__client_id(env, &sh->ids, info, &props[2].value) != 0)
       return NULL;
-    if (details) {
+    if (sh->details) {
       /* Serials stay below 2^53; a time after now (the file was written
        * before this boot: wl.h) gives no duration. */
       WLB_CALL(env, napi_create_double(env, (double)info->serial,
@@ -83,17 +103,17 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
       WLB_CALL(env, napi_create_double(env, (double)info->parent,
                                        &props[4].value));
       WLB_CALL(env, napi_create_uint32(env, info->pid, &props[5].value));
-      if (info->since == 0 || info->since > now)
+      if (info->since == 0 || info->since > sh->now)
         WLB_CALL(env, napi_get_null(env, &props[6].value));
       else
         WLB_CALL(env,
-                 napi_create_double(env, (double)(now - info->since) / 1000,
+                 napi_create_double(env, (double)(sh->now - info->since) / 1000,
                                     &props[6].value));
     }
-    if (details == WLB_PEEKED)
+    if (sh->details == WLB_PEEKED)
       WLB_CALL(env, napi_get_boolean(env, info->alive != 0, &props[7].value));
     WLB_CALL(env, napi_create_object(env, &entry));
-    WLB_CALL(env, napi_define_properties(env, entry, nprops, props));
+    WLB_CALL(env, napi_define_properties(env, entry, sh->nprops, props));
     /* Defined, not set: an index setter that other code put on
      * Array.prototype would get the entry (napi_set_element is [[Set]]). */
     {
@@ -110,22 +130,18 @@ static napi_value wlb__infos(napi_env env, const wl_info_t *infos, size_t n,
 /* { held, pending } of a snapshot, which it frees (see query.h). */
 napi_value wlb__snapshot_value(napi_env env, wl_snapshot_t *snap,
                                int details) {
-  napi_value result = NULL, held, pending, modes[2], *names;
-  wlb__ids_t ids = {{NULL}, {0}, {NULL}, 0};
+  napi_value result = NULL, held, pending;
+  wlb__shared_t sh = {0};
 
-  names = calloc(snap->nnames + 1, sizeof(*names));
-  if (names == NULL) {
+  sh.names = calloc(snap->nnames + 1, sizeof(*sh.names));
+  if (sh.names == NULL) {
     wl_snapshot_free(snap);
     return wlb__throw_code(env, WL_ENOMEM);
   }
-  if (napi_create_string_latin1(env, "exclusive", NAPI_AUTO_LENGTH,
-                                &modes[WL_EXCLUSIVE]) == napi_ok &&
-      napi_create_string_latin1(env, "shared", NAPI_AUTO_LENGTH,
-                                &modes[WL_SHARED]) == napi_ok &&
-      (held = wlb__infos(env, snap->held, snap->nheld, modes, names, &ids,
-                          details)) != NULL &&
-      (pending = wlb__infos(env, snap->pending, snap->npending, modes, names,
-                             &ids, details)) != NULL &&
+  if (wlb__shared_init(env, &sh, details) == 0 &&
+      (held = wlb__infos(env, snap->held, snap->nheld, &sh)) != NULL &&
+      (pending = wlb__infos(env, snap->pending, snap->npending, &sh)) !=
+          NULL &&
       napi_create_object(env, &result) == napi_ok &&
       napi_define_properties(
           env, result, 2,
@@ -133,11 +149,11 @@ napi_value wlb__snapshot_value(napi_env env, wl_snapshot_t *snap,
               {"held", NULL, NULL, NULL, NULL, held, WLB_DATA, NULL},
               {"pending", NULL, NULL, NULL, NULL, pending, WLB_DATA, NULL},
           }) == napi_ok) {
-    free(names);
+    free(sh.names);
     wl_snapshot_free(snap);
     return result;
   }
-  free(names);
+  free(sh.names);
   wl_snapshot_free(snap);
   wlb__throw_last(env);
   return NULL;
