@@ -20,6 +20,7 @@
 const { spawnSync } = require('child_process')
 const path = require('path')
 const fs = require('fs')
+const { hold } = require('./lib/measure')
 
 // Each case runs in a child: `run(pkg)` resolves with its figure (ns), the
 // median of its repetitions after a warm-up.
@@ -85,18 +86,6 @@ function uncontended (locks, callback) {
     for (let i = 0; i < n; i++) await locks.request('pairs', callback)
     return Number(now() - t0) / n
   }, 10, 50)
-}
-
-async function hold (locks, name) {
-  let release
-  let granted
-  const acquired = new Promise((resolve) => { granted = resolve })
-  const done = locks.request(name, () => new Promise((resolve) => {
-    release = resolve
-    granted()
-  }))
-  await acquired
-  return { release: () => release(), done }
 }
 
 function queued (locks, n) {

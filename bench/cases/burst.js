@@ -6,7 +6,7 @@
 // against the same with nothing queued, and query() per entry.
 
 const { load } = require('../lib/references')
-const { measure, nowMs, trackGc, Phases, settle } = require('../lib/measure')
+const { measure, nowMs, trackGc, Phases, settle, hold } = require('../lib/measure')
 const { shortSize, sizedRows } = require('../lib/rows')
 
 const IMPLS = ['web-locks', 'built-in', 'async-mutex', 'async-lock']
@@ -34,18 +34,6 @@ function points (opts) {
     // Quick runs: the references up to 10k only.
     impls: opts.quick && n > 1e4 ? ['web-locks'] : IMPLS
   }))
-}
-
-// Resolves once `name` is held; the lock is kept until release() is called.
-async function hold (locks, name) {
-  let release, granted
-  const acquired = new Promise((resolve) => { granted = resolve })
-  const done = locks.request(name, () => new Promise((resolve) => {
-    release = resolve
-    granted()
-  }))
-  await acquired
-  return { release: () => release(), done }
 }
 
 // Time per request of `count` uncontended requests on another name.

@@ -7,7 +7,7 @@
 
 const { parentPort } = require('worker_threads')
 const { load } = require('../lib/references')
-const { measure, nowMs, warmup, trackGc, Phases, settle } = require('../lib/measure')
+const { measure, nowMs, warmup, trackGc, Phases, settle, hold } = require('../lib/measure')
 const { startWorkers } = require('../lib/threads')
 const { metricRow, growthRow, shortSize } = require('../lib/rows')
 
@@ -52,17 +52,6 @@ function points (opts) {
     })
   }
   return out
-}
-
-async function hold (locks, name) {
-  let release, granted
-  const acquired = new Promise((resolve) => { granted = resolve })
-  const done = locks.request(name, () => new Promise((resolve) => {
-    release = resolve
-    granted()
-  }))
-  await acquired
-  return { release: () => release(), done }
 }
 
 const forever = () => new Promise(() => {})

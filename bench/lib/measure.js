@@ -108,4 +108,16 @@ async function measure (round, { rounds, budgetMs, warmup }) {
   return summarize(state.done)
 }
 
-module.exports = { nowNs, nowMs, trackGc, Phases, settle, measure, warmup, sofar }
+// Resolves once `name` is held; the lock is kept until release() is called.
+async function hold (locks, name) {
+  let release, granted
+  const acquired = new Promise((resolve) => { granted = resolve })
+  const done = locks.request(name, () => new Promise((resolve) => {
+    release = resolve
+    granted()
+  }))
+  await acquired
+  return { release: () => release(), done }
+}
+
+module.exports = { nowNs, nowMs, trackGc, Phases, settle, measure, warmup, sofar, hold }
