@@ -43,19 +43,13 @@ const CASES = {
   },
   'scope uncontended': {
     label: 'request+release, sync callback, 1 name (a scope)',
-    run: async (pkg) => {
-      // A scope of its own, in a directory of its own, removed after.
-      const base = fs.existsSync('/dev/shm') ? '/dev/shm' : require('os').tmpdir()
-      const dir = fs.mkdtempSync(path.join(base, 'web-locks-pairs-'))
+    // A scope of its own, in the directory measure() made for the child.
+    run: async (pkg, dir) => {
+      const locks = await require(pkg).openLockManager('pairs', { dir })
       try {
-        const locks = await require(pkg).openLockManager('pairs', { dir })
-        try {
-          return await uncontended(locks, () => {})
-        } finally {
-          await locks.close()
-        }
+        return await uncontended(locks, () => {})
       } finally {
-        fs.rmSync(dir, { recursive: true, force: true })
+        await locks.close()
       }
     }
   }
@@ -116,11 +110,23 @@ async function query (locks, n) {
   return ns
 }
 
-// One child: its case's figure for the package in pkg, on stdout.
+// One child: its case's figure for the package in pkg, on stdout. Its
+// scratch directory is made and removed here, so that a child killed at
+// the time limit leaves nothing behind.
 function measure (id, pkg) {
-  const r = spawnSync(process.execPath, [__filename, '--child', id, pkg], { encoding: 'utf8', timeout: 120000 })
+  const base = fs.existsSync('/dev/shm') ? '/dev/shm' : require('os').tmpdir()
+  const dir = fs.mkdtempSync(path.join(base, 'web-locks-pairs-'))
+  let r
+  try {
+    r = spawnSync(process.execPath, [__filename, '--child', id, pkg, dir], { encoding: 'utf8', timeout: 120000 })
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
   const ns = Number(r.stdout.trim())
-  if (r.status !== 0 || !(ns > 0)) throw new Error(`${id} with ${pkg} failed (status ${r.status}): ${r.stderr || r.stdout}`)
+  if (r.status !== 0 || !(ns > 0)) {
+    const how = r.signal !== null ? `killed by ${r.signal}${r.error ? ` (${r.error.code})` : ''}` : `status ${r.status}`
+    throw new Error(`${id} with ${pkg} failed (${how}): ${r.stderr || r.stdout}`)
+  }
   return ns
 }
 
@@ -185,8 +191,8 @@ function main () {
 }
 
 if (process.argv[2] === '--child') {
-  const [, , , id, pkg] = process.argv
-  CASES[id].run(pkg).then((ns) => {
+  const [, , , id, pkg, dir] = process.argv
+  CASES[id].run(pkg, dir).then((ns) => {
     process.stdout.write(`${ns}\n`)
   }, (error) => {
     console.error(error)

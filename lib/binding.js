@@ -74,11 +74,18 @@ function loadBinding (root) {
   }
   // A build of another version of the package (left in build/ by another
   // checkout, or a prebuild not rebuilt), which node-gyp-build may load
-  // before the right one, would read requests another way.
+  // before the right one, would read requests another way. A plain `npm
+  // rebuild` keeps a prebuild that loads (node-gyp-build tests only that),
+  // and a process keeps the build it loaded first, even once replaced.
   if (addon.abi !== ABI) {
-    const other = new Error(`web-locks: the native build in ${root} is of another version of web-locks ` +
+    let file = root
+    try {
+      file = require('node-gyp-build').resolve(root)
+    } catch {}
+    const other = new Error(`web-locks: the native build ${file} is of another version of web-locks ` +
       `(its interface ${addon.abi === undefined ? 'has no number' : `is ${addon.abi}`}; this copy's lib/ needs ${ABI}). ` +
-      'Rebuild it: npm rebuild web-locks (in a checkout of web-locks: npm run build)')
+      'Rebuild it: npm rebuild web-locks --build-from-source (in a checkout of web-locks: npm run build); ' +
+      'a process that loaded it keeps it until it restarts')
     other.code = 'ENOBUILD'
     throw other
   }
