@@ -8,6 +8,9 @@
 // on.
 //
 //   node scripts/test-shipped.js            this machine's node (linux-x64, glibc)
+//   node scripts/test-shipped.js --node 26  Node 26 from npm (node-matrix.js's
+//                                           cache), so that CI's run of the
+//                                           newest Node is this one
 //   node scripts/test-shipped.js --arm64    an arm64 node under qemu-user (linux-arm64,
 //                                           glibc), the process-wide suites only
 //
@@ -21,6 +24,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 
 const { arm64Node } = require('./arm64-node.js')
+const { ensureNode } = require('./node-matrix.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const ARM64_SUITES = ['request', 'threads', 'steal', 'signal', 'query', 'keep-alive', 'thread-end', 'polyfill', 'esm', 'names', 'validation']
@@ -61,6 +65,10 @@ function loadsPrebuild (bin, env, pkg, arch) {
 
 function main () {
   const arm64 = process.argv.includes('--arm64')
+  const at = process.argv.indexOf('--node')
+  const major = at === -1 ? null : process.argv[at + 1]
+  if (major !== null && !/^\d+$/.test(major || '')) fail('--node takes a major version, e.g. --node 26')
+  if (major !== null && arm64) fail('--node and --arm64 do not go together')
   // Under the repository, so that the package finds its dependency and peer
   // dependency (node-gyp-build, pg) in the repository's node_modules, as it
   // finds them beside it in a user's.
@@ -69,7 +77,7 @@ function main () {
   try {
     const pkg = pack(tmp)
     const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')
-    const { bin, env, missing } = arm64 ? arm64Node() : { bin: process.execPath, env: {} }
+    const { bin, env, missing } = arm64 ? arm64Node() : { bin: major ? ensureNode(Number(major), false) : process.execPath, env: {} }
     if (missing) fail(missing)
     loadsPrebuild(bin, env, pkg, arm64 ? 'arm64' : 'x64')
     if (arm64) {
