@@ -14,7 +14,7 @@ const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres, loginRole } = require('./fixtures/postgres');
 const { postgresTarget, openPostgres } = require('../lib/postgres/manager.js');
 const { inspectPostgres } = require('../lib/postgres/inspect.js');
-const { schemaSQL } = require('../lib/postgres/schema.js');
+const { LAYOUT, schemaSQL } = require('../lib/postgres/schema.js');
 const { schemaKey } = require('../lib/postgres/options.js');
 const { EV_GRANTED } = require('../lib/events.js');
 
@@ -263,7 +263,7 @@ describe('openLockManager (PostgreSQL): details and inspect', function () {
       await admin.query(schemaSQL(other, 0, 3));
       await assert.rejects(inspectPostgres({ postgres: url, schema: other, scope: 's' }), (err) => {
         assert.equal(err.code, 'ELAYOUT');
-        assert.match(err.message, /layout 3.*layout 4/);
+        assert.match(err.message, new RegExp(`layout 3.*layout ${LAYOUT}\\.`));
         return true;
       });
       // Still at layout 3: not migrated.
@@ -301,7 +301,7 @@ describe('openLockManager (PostgreSQL): details and inspect', function () {
       const b = await openPostgres(postgresTarget(scope, url, { schema: other }));
       backends.push(b);
       const meta = await admin.query(`SELECT value FROM ${o}.meta WHERE key = 'layout'`);
-      assert.equal(meta.rows[0].value, '4');
+      assert.equal(meta.rows[0].value, String(LAYOUT));
       const shown = (e) => [e.name, e.clientId, e.serial, e.parent, e.pid, e.host, e.elapsed, e.alive];
       let look = await inspectPostgres({ postgres: url, schema: other, scope });
       assert.deepEqual(look.held.map(shown), [['x', 'old', 1, 0, null, null, null, true]]);
@@ -335,6 +335,63 @@ describe('openLockManager (PostgreSQL): details and inspect', function () {
         [['x', 'old', 1, 0], ['v', 'new', v.serial, 0], ['w', 'old', 3, 0], ['u', 'old', 4, 0]]);
       await old.query(`SELECT ${o}.leave($1)`, [id]);
       assert.deepEqual((await b.details()).held.map((e) => e.name), ['v']);
+    } finally {
+      await old.end();
+      for (const b of backends.splice(0)) await b.close();
+      await admin.query(`DROP SCHEMA IF EXISTS ${o} CASCADE`);
+    }
+  });
+
+  it('migrates a schema of layout 4 with a live agent: its calls grant and are granted through the functions of layout 5', async function () {
+    const other = `wl_details_l4_${process.pid}`;
+    const o = `"${other}"`;
+    const scope = scopeName('l4');
+    const name = (text) => Buffer.from(text, 'utf16le');
+    await admin.query(schemaSQL(other, 0, 4));
+    // Layout 4's process(), which layout 5 replaces: one that says so.
+    await admin.query(`CREATE FUNCTION ${o}.process(bigint, bigint, integer, boolean) RETURNS integer
+      LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the process() of layout 4'; END $$`);
+    // An agent of layout 4 (its row, its life lock, its channel), holding
+    // x in x's row as its request statement takes a free name.
+    const old = new pg.Client(url);
+    await old.connect();
+    try {
+      const channel = `web_locks_l4_${process.pid}`;
+      const { rows: [{ id }] } = await old.query(`INSERT INTO ${o}.agents (id, scope, client_id, pid, channel, backend_start, role_id, client_pid, client_host)
+        SELECT nextval('${o}.agent_ids'), $1, 'old', pg_backend_pid(), $2, backend_start, usesysid, 1, 'h'
+          FROM pg_stat_activity WHERE pid = pg_backend_pid() RETURNING id`, [scope, channel]);
+      await old.query('SELECT pg_advisory_lock($1, $2)', [schemaKey(other), id]);
+      await old.query(`LISTEN "${channel}"`);
+      const made = await old.query(`INSERT INTO ${o}.names (scope, digest, name, held, exclusive, holder_agent, holder_local, holder_token, holder_shared)
+        VALUES ($1, sha256($2), $2, 1, true, $3, 1, nextval('${o}.tokens'), false) RETURNING id`, [scope, name('x'), id]);
+      const b = await openPostgres(postgresTarget(scope, url, { schema: other }));
+      backends.push(b);
+      assert.equal((await admin.query(`SELECT value FROM ${o}.meta WHERE key = 'layout'`)).rows[0].value, String(LAYOUT));
+      // One process(), which takes the old calls: not the old one beside it.
+      const procs = await admin.query(`SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'process' AND pronamespace = $1::regnamespace`, [o]);
+      assert.equal(procs.rows[0].n, 1);
+      // Queued by this version's statement behind the old agent's lock...
+      const x = request(b, 'x');
+      await new Promise((resolve) => { x.waits = resolve; });
+      // ...and granted by the old agent's release statement of layout 4,
+      // whose call of process() has four arguments.
+      const freed = await old.query(`WITH freed AS (
+          UPDATE ${o}.names SET held = held - 1, holder_agent = NULL WHERE id = $3 AND holder_agent = $1 AND holder_local = $2
+            RETURNING id, held, exclusive, queued, holder_token)
+        SELECT CASE WHEN held = 0 AND queued > 0 THEN ${o}.process(id, holder_token, 0, exclusive) ELSE 0 END AS granted FROM freed`,
+      [id, 1, made.rows[0].id]);
+      assert.equal(freed.rows[0].granted, 1);
+      await x.granted;
+      // The old agent queues by its call of request(), and this version's
+      // release grants it, on its channel, in its notification's form.
+      const told = new Promise((resolve) => old.once('notification', resolve));
+      const queued = await old.query(`SELECT ${o}.request($1, 2, $2, $3, false, false, false, false, 0) AS token`, [id, scope, name('x')]);
+      assert.equal(queued.rows[0].token, '0');
+      assert.equal(await b.release(x), true);
+      assert.match((await told).payload, /^2 g [1-9][0-9]*$/);
+      const { rows } = await admin.query(`SELECT held, queued FROM ${o}.names WHERE id = $1`, [made.rows[0].id]);
+      assert.deepEqual(rows, [{ held: 1, queued: 0 }]);
+      await old.query(`SELECT ${o}.leave($1)`, [id]);
     } finally {
       await old.end();
       for (const b of backends.splice(0)) await b.close();

@@ -16,7 +16,7 @@ const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres, loginRole, grantSchema } = require('./fixtures/postgres');
 const { within } = require('./stress/scopes');
 const { schemaKey } = require('../lib/postgres/options.js');
-const { schemaSQL } = require('../lib/postgres/schema.js');
+const { LAYOUT, schemaSQL } = require('../lib/postgres/schema.js');
 
 const ROLE = `wl_squatter_${process.pid}`;
 const PASSWORD = 'squatter';
@@ -122,7 +122,7 @@ describe('openLockManager (PostgreSQL) beside a role that may only log in, and t
     const m = await open(scopeName('squat'), schema);
     assert.equal(await m.request('x', (lock) => lock.name), 'x');
     const { rows } = await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'layout'`);
-    assert.equal(rows[0].value, '4');
+    assert.equal(rows[0].value, String(LAYOUT));
   });
 
   it('queued for a live agent\'s life lock, read from pg_locks, keeps neither it alive once killed nor its waiter in another process waiting', async function () {

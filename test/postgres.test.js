@@ -10,6 +10,7 @@ const { api, holdOn, only, isDOMException, PKG, scopeName } = require('./fixture
 const { spawnProcessAgent, terminateAll } = require('./fixtures/agent');
 const { postgres, startServer, loginRole, grantSchema } = require('./fixtures/postgres');
 const { Proxy } = require('./fixtures/tcp-proxy');
+const { LAYOUT } = require('../lib/postgres/schema.js');
 
 // A child that talks to the server is awaited, never waited for with the
 // loop blocked: this process reads the server's log (fixtures/postgres.js),
@@ -142,7 +143,7 @@ describe('openLockManager (PostgreSQL)', function () {
       await admin.query(`UPDATE "${schema}".meta SET value = '99' WHERE key = 'layout'`);
       await assert.rejects(openLockManager('s', { postgres: url, schema }), (err) => {
         assert.equal(err.code, 'ELAYOUT');
-        assert.match(err.message, /layout 99.*layout 4/);
+        assert.match(err.message, new RegExp(`layout 99.*layout ${LAYOUT}\\.`));
         return true;
       });
       await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
@@ -181,7 +182,7 @@ describe('openLockManager (PostgreSQL)', function () {
         const m = await open(scope, { schema });
         assert.equal((await watching).channel, `web_locks.${key}.${id}`);
         const meta = await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'layout'`);
-        assert.equal(meta.rows[0].value, '4');
+        assert.equal(meta.rows[0].value, String(LAYOUT));
         assert.deepEqual(only(await m.query(), 'x').held.map((i) => i.clientId), ['old']);
         const robbed = notified(/^1 s$/);
         assert.equal(await m.request('x', { steal: true }, (lock) => lock.name), 'x');
@@ -235,7 +236,7 @@ describe('openLockManager (PostgreSQL)', function () {
         await grantSchema(admin, schema, role);
         await assert.rejects(openLockManager('s', { postgres: as, schema }), (err) => {
           assert.equal(err.code, 'EACCES');
-          assert.match(err.message, /has layout 2, which .* may not migrate to layout 4/);
+          assert.match(err.message, new RegExp(`has layout 2, which .* may not migrate to layout ${LAYOUT} `));
           assert.ok(err.message.includes(`postgresSchema(${JSON.stringify(schema)}, 2)`), err.message);
           return true;
         });

@@ -11,7 +11,7 @@ const { SafeRangeError } = require('../intrinsics.js')
 const { SEARCH_PATH, quoteIdentifier, schemaKey, toSchema } = require('./options.js')
 
 // The number of the last migration (migrations/).
-const LAYOUT = 4
+const LAYOUT = 5
 // PostgreSQL's SQLSTATEs that this file acts on.
 const INSUFFICIENT_PRIVILEGE = '42501'
 // What a creation of the schema meets when another one was made at the same

@@ -78,14 +78,18 @@ END $$;
 -- grant gets the next token and is notified on its agent's channel as
 -- '<local id> g <token>'. Every queued request has an id above p_after;
 -- p_held locks are held, exclusive if p_exclusive (the name's counts after
--- the caller's step). Returns how many it granted.
+-- the caller's step). p_queued: the number queued after the caller's step,
+-- which it has not written (null: the row's is right); the row is written
+-- only if something is granted, else that is the caller's to do. Returns
+-- how many it granted.
 --
 -- Each lookup reads the name's requests in id order from a bound and stops
 -- at the first: held locks, which come before the queue, are stepped over
 -- here, not filtered out in the statement. A filter on the token, whose
 -- statistics may be from when the table was nearly empty, made the planner
 -- read the whole queue and sort it.
-CREATE OR REPLACE FUNCTION @schema@.process(p_name bigint, p_after bigint, p_held integer, p_exclusive boolean)
+CREATE OR REPLACE FUNCTION @schema@.process(p_name bigint, p_after bigint, p_held integer, p_exclusive boolean,
+    p_queued integer DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -107,9 +111,14 @@ BEGIN
     after := head;
     CONTINUE WHEN head_held;
     EXIT WHEN now_held > 0 AND (now_exclusive OR NOT head_shared);
-    UPDATE @schema@.requests SET token = @schema@.token_admit(pg_catalog.nextval('@schema@.tokens')), since = pg_catalog.now()
-      WHERE agent = head_agent AND local_id = head_local
-      RETURNING token INTO head_token;
+    -- token_admit() is called only where it has work: a call costs more
+    -- than the read of the ceiling that it would begin with.
+    head_token := pg_catalog.nextval('@schema@.tokens');
+    IF head_token >= (SELECT ceiling FROM @schema@.token_block) THEN
+      PERFORM @schema@.token_admit(head_token);
+    END IF;
+    UPDATE @schema@.requests SET token = head_token, since = pg_catalog.now()
+      WHERE agent = head_agent AND local_id = head_local;
     PERFORM pg_catalog.pg_notify(channel, head_local || ' g ' || head_token) FROM @schema@.agents WHERE id = head_agent;
     now_held := now_held + 1;
     now_exclusive := NOT head_shared;
@@ -117,7 +126,7 @@ BEGIN
     EXIT WHEN now_exclusive;
   END LOOP;
   IF granted > 0 THEN
-    UPDATE @schema@.names SET held = now_held, exclusive = now_exclusive, queued = queued - granted
+    UPDATE @schema@.names SET held = now_held, exclusive = now_exclusive, queued = coalesce(p_queued, queued) - granted
       WHERE id = p_name;
   END IF;
   RETURN granted;
@@ -230,6 +239,7 @@ DECLARE
   now_exclusive boolean;
   now_queued integer;
   gone bigint;
+  granted integer := 0;
 BEGIN
   SELECT id, held, exclusive, queued INTO n, now_held, now_exclusive, now_queued FROM @schema@.names
     WHERE id = (SELECT name_id FROM @schema@.requests WHERE agent = p_agent AND local_id = p_local)
@@ -248,12 +258,15 @@ BEGIN
   ELSE
     now_queued := now_queued - 1;
   END IF;
-  UPDATE @schema@.names SET held = now_held, queued = now_queued WHERE id = n;
   -- While locks are held, the head of the queue waits for them (each step
   -- that could let it go processes the queue): a release that leaves locks
   -- held grants nothing. After a held lock, the queue starts past its id.
+  -- The name's row is written once: by process() if it grants, else here.
   IF now_queued > 0 AND (now_held = 0 OR NOT p_held) THEN
-    PERFORM @schema@.process(n, CASE WHEN p_held THEN gone ELSE 0 END, now_held, now_exclusive);
+    granted := @schema@.process(n, CASE WHEN p_held THEN gone ELSE 0 END, now_held, now_exclusive, now_queued);
+  END IF;
+  IF granted = 0 THEN
+    UPDATE @schema@.names SET held = now_held, queued = now_queued WHERE id = n;
   END IF;
   RETURN true;
 END $$;
