@@ -348,9 +348,14 @@ describe('openLockManager (PostgreSQL): details and inspect', function () {
     const scope = scopeName('l4');
     const name = (text) => Buffer.from(text, 'utf16le');
     await admin.query(schemaSQL(other, 0, 4));
-    // Layout 4's process(), which layout 5 replaces: one that says so.
+    // Layout 4's process(), which layout 5 replaces: one that says so, with
+    // a grant of its own (as a database that revokes EXECUTE from PUBLIC
+    // grants it to its roles), which the replacement keeps.
     await admin.query(`CREATE FUNCTION ${o}.process(bigint, bigint, integer, boolean) RETURNS integer
       LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the process() of layout 4'; END $$`);
+    await admin.query(`REVOKE EXECUTE ON FUNCTION ${o}.process(bigint, bigint, integer, boolean) FROM PUBLIC`);
+    const aclOf = async () => (await admin.query(`SELECT proacl::text AS acl FROM pg_proc WHERE proname = 'process' AND pronamespace = $1::regnamespace`, [o])).rows;
+    const acl = await aclOf();
     // An agent of layout 4 (its row, its life lock, its channel), holding
     // x in x's row as its request statement takes a free name.
     const old = new pg.Client(url);
@@ -367,9 +372,8 @@ describe('openLockManager (PostgreSQL): details and inspect', function () {
       const b = await openPostgres(postgresTarget(scope, url, { schema: other }));
       backends.push(b);
       assert.equal((await admin.query(`SELECT value FROM ${o}.meta WHERE key = 'layout'`)).rows[0].value, String(LAYOUT));
-      // One process(), which takes the old calls: not the old one beside it.
-      const procs = await admin.query(`SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'process' AND pronamespace = $1::regnamespace`, [o]);
-      assert.equal(procs.rows[0].n, 1);
+      // One process(), replaced: its grants kept, no other beside it.
+      assert.deepEqual(await aclOf(), acl);
       // Queued by this version's statement behind the old agent's lock...
       const x = request(b, 'x');
       await new Promise((resolve) => { x.waits = resolve; });

@@ -78,18 +78,15 @@ END $$;
 -- grant gets the next token and is notified on its agent's channel as
 -- '<local id> g <token>'. Every queued request has an id above p_after;
 -- p_held locks are held, exclusive if p_exclusive (the name's counts after
--- the caller's step). p_queued: the number queued after the caller's step,
--- which it has not written (null: the row's is right); the row is written
--- only if something is granted, else that is the caller's to do. Returns
--- how many it granted.
+-- the caller's step; the number queued is the row's). The row is written
+-- only if something is granted. Returns how many it granted.
 --
 -- Each lookup reads the name's requests in id order from a bound and stops
 -- at the first: held locks, which come before the queue, are stepped over
 -- here, not filtered out in the statement. A filter on the token, whose
 -- statistics may be from when the table was nearly empty, made the planner
 -- read the whole queue and sort it.
-CREATE OR REPLACE FUNCTION @schema@.process(p_name bigint, p_after bigint, p_held integer, p_exclusive boolean,
-    p_queued integer DEFAULT NULL)
+CREATE OR REPLACE FUNCTION @schema@.process(p_name bigint, p_after bigint, p_held integer, p_exclusive boolean)
 RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -126,7 +123,7 @@ BEGIN
     EXIT WHEN now_exclusive;
   END LOOP;
   IF granted > 0 THEN
-    UPDATE @schema@.names SET held = now_held, exclusive = now_exclusive, queued = coalesce(p_queued, queued) - granted
+    UPDATE @schema@.names SET held = now_held, exclusive = now_exclusive, queued = queued - granted
       WHERE id = p_name;
   END IF;
   RETURN granted;
@@ -253,20 +250,23 @@ BEGIN
   IF NOT FOUND THEN
     RETURN false;
   END IF;
+  -- A release writes the name's row once: process() writes it if it
+  -- grants (the held count given, the queued one its own), else this does.
+  -- An abort is rare, and counts itself out first.
   IF p_held THEN
     now_held := now_held - 1;
   ELSE
     now_queued := now_queued - 1;
+    UPDATE @schema@.names SET queued = now_queued WHERE id = n;
   END IF;
   -- While locks are held, the head of the queue waits for them (each step
   -- that could let it go processes the queue): a release that leaves locks
   -- held grants nothing. After a held lock, the queue starts past its id.
-  -- The name's row is written once: by process() if it grants, else here.
   IF now_queued > 0 AND (now_held = 0 OR NOT p_held) THEN
-    granted := @schema@.process(n, CASE WHEN p_held THEN gone ELSE 0 END, now_held, now_exclusive, now_queued);
+    granted := @schema@.process(n, CASE WHEN p_held THEN gone ELSE 0 END, now_held, now_exclusive);
   END IF;
-  IF granted = 0 THEN
-    UPDATE @schema@.names SET held = now_held, queued = now_queued WHERE id = n;
+  IF p_held AND granted = 0 THEN
+    UPDATE @schema@.names SET held = now_held WHERE id = n;
   END IF;
   RETURN true;
 END $$;

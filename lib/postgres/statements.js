@@ -50,7 +50,8 @@ function statements (target) {
     //
     // Queued: the name's row counts it, and its row of requests takes the
     // next number as its place in the queue (a number, not a token: it is
-    // never admitted, and nothing that outlives a crash keeps it). The two
+    // never admitted, never given as a token, and its row does not outlive
+    // a crash). The two
     // updates' conditions exclude each other on any version of the row, and
     // each is checked again on the newest (as above): of the two, one is
     // made or neither, and then request() locks the row and decides.
