@@ -19,10 +19,10 @@ const BACKEND_PID = 'SELECT pg_catalog.pg_backend_pid() AS pid'
 // name's row (see names in schema.sql), made by the statement
 // itself: as the call of a function, the update would start an executor
 // of its own besides the statement's, and cost a fifth more of the server's
-// time (measured with pgbench). So is a request that queues behind a lock
-// held, with the insert of its row. The request statement hands everything
-// else to request() (COALESCE calls it only if neither update was made);
-// the release statement processes the queue only if it has to.
+// time (measured with pgbench). The request statement hands a request that
+// waits to queue(), one statement, and everything else to request()
+// (COALESCE calls each only if what comes before it did nothing); the
+// release statement processes the queue only if it has to.
 //
 // Built-in functions and operators are named with their schema: through a
 // pool the statements run with whatever search_path the connection has,
@@ -48,31 +48,21 @@ function statements (target) {
     // it follows the release before it. The hold's parent and start are
     // two more columns of the same update (details()).
     //
-    // Queued: the name's row counts it, and its row of requests takes the
-    // next number as its place in the queue (a number, not a token: it is
-    // never admitted, never given as a token, and its row does not outlive
-    // a crash). The two
-    // updates' conditions exclude each other on any version of the row, and
-    // each is checked again on the newest (as above): of the two, one is
-    // made or neither, and then request() locks the row and decides.
+    // Else queue() queues it if the name's row says it waits (its update is
+    // checked on the newest version of the row too, and its statement runs
+    // after this one's update found the name not free: of the two, one is
+    // made or neither, and then request() locks the row and decides).
     request: named('request', `WITH taken AS (
         UPDATE ${q}.names SET held = 1, exclusive = NOT $5, holder_agent = $1, holder_local = $2,
             holder_token = pg_catalog.nextval(${tokens}), holder_shared = $5, holder_parent = $10, holder_since = pg_catalog.now()
           WHERE scope ${op('=')} $3 AND digest ${op('=')} pg_catalog.sha256($4) AND held ${op('=')} 0 AND queued ${op('=')} 0
             AND NOT $7 AND NOT $8
-          RETURNING holder_token, id),
-      behind AS (
-        UPDATE ${q}.names SET queued = queued ${op('+')} 1
-          WHERE scope ${op('=')} $3 AND digest ${op('=')} pg_catalog.sha256($4)
-            AND (queued ${op('>')} 0 OR (held ${op('>')} 0 AND (exclusive OR NOT $5))) AND NOT $6 AND NOT $7 AND NOT $8
-          RETURNING id),
-      queued AS (
-        INSERT INTO ${q}.requests (agent, local_id, id, name_id, shared, token, parent, since)
-          SELECT $1, $2, pg_catalog.nextval(${tokens}), id, $5, NULL, $10, pg_catalog.now() FROM behind
-          RETURNING 0::pg_catalog.int8 AS token)
-      SELECT coalesce(t.holder_token, b.token, ${q}.request($1, $2, $3, $4, $5, $6, $7, $8, $10)) AS token, t.id AS in_row,
+          RETURNING holder_token, id)
+      SELECT coalesce(t.holder_token,
+            CASE WHEN NOT $6 AND NOT $7 AND NOT $8 THEN ${q}.queue($1, $2, $3, $4, $5, $10) END,
+            ${q}.request($1, $2, $3, $4, $5, $6, $7, $8, $10)) AS token, t.id AS in_row,
           CASE WHEN t.holder_token ${op('>=')} $9 THEN ${q}.token_ceiling(t.holder_token) END AS ceiling
-        FROM (SELECT) one LEFT JOIN taken t ON true LEFT JOIN queued b ON true`),
+        FROM (SELECT) one LEFT JOIN taken t ON true`),
     // $1 agent, $2 local id, $3 the name's id: a lock held in its row.
     // Nothing is granted while locks are held (shared ones beside it).
     releaseRow: named('release_row', `WITH freed AS (
