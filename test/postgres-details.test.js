@@ -342,6 +342,35 @@ describe('openLockManager (PostgreSQL): details and inspect', function () {
     }
   });
 
+  it('migrates a schema of layout 4 where PUBLIC may not execute new functions: queue(), new in layout 5, gets the grants of request()', async function () {
+    const other = `wl_details_l4q_${process.pid}`;
+    const o = `"${other}"`;
+    const app = `wl_details_app_${process.pid}`;
+    await admin.query(schemaSQL(other, 0, 4));
+    await admin.query(`CREATE ROLE ${app}`);
+    try {
+      // Layout 4's request(), granted to the database's role, not to PUBLIC.
+      const signature = `${o}.request(integer, bigint, text, bytea, boolean, boolean, boolean, boolean, bigint)`;
+      await admin.query(`CREATE FUNCTION ${signature} RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`);
+      await admin.query(`REVOKE EXECUTE ON FUNCTION ${signature} FROM PUBLIC`);
+      await admin.query(`GRANT EXECUTE ON FUNCTION ${signature} TO ${app}`);
+      await admin.query('ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC');
+      try {
+        await admin.query(schemaSQL(other, 4));
+      } finally {
+        await admin.query('ALTER DEFAULT PRIVILEGES GRANT EXECUTE ON FUNCTIONS TO PUBLIC');
+      }
+      const { rows: [queue] } = await admin.query(`SELECT p.proacl IS NOT NULL AS own,
+          has_function_privilege($1, p.oid, 'EXECUTE') AS app,
+          EXISTS (SELECT FROM aclexplode(p.proacl) a WHERE a.grantee = 0) AS public
+        FROM pg_proc p WHERE p.oid = $2::regproc`, [app, `${o}.queue`]);
+      assert.deepEqual(queue, { own: true, app: true, public: false });
+    } finally {
+      await admin.query(`DROP SCHEMA IF EXISTS ${o} CASCADE`);
+      await admin.query(`DROP ROLE ${app}`);
+    }
+  });
+
   it('migrates a schema of layout 4 with a live agent: its calls grant and are granted through the functions of layout 5', async function () {
     const other = `wl_details_l4_${process.pid}`;
     const o = `"${other}"`;
