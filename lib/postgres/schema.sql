@@ -246,21 +246,6 @@ BEGIN
   RETURN CASE WHEN granted THEN v ELSE 0 END;
 END $$;
 
--- Whoever may call request() may call queue(), which layout 5 added and
--- every request statement names: where PUBLIC may not execute new
--- functions, a database's roles were granted the old ones, and PostgreSQL
--- checks a statement's every function before it runs.
-DO $$
-DECLARE
-  grantee oid;
-BEGIN
-  FOR grantee IN SELECT DISTINCT a.grantee FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-      WHERE p.oid = '@schema@.request'::pg_catalog.regproc AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 LOOP
-    EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s',
-      '@schema@.queue'::pg_catalog.regproc::pg_catalog.oid::pg_catalog.regprocedure, grantee::pg_catalog.regrole);
-  END LOOP;
-END $$;
-
 -- Takes an agent's request out of its manager, if it is held (p_held) or
 -- queued (not p_held), and processes its name's queue: the spec's release
 -- (4.2) and abort (4.3) of a row of requests (the manager's release
@@ -539,3 +524,21 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     WHERE n.scope = p_scope
     ORDER BY l.token IS NULL, l.token, n.id, l.id
 $$;
+
+-- Whoever may call request() may call every function here, those a
+-- migration adds too (layout 5's queue(), which every request statement
+-- names): where PUBLIC may not execute new functions, a database's roles
+-- were granted the old ones, and PostgreSQL checks a statement's every
+-- function before it runs. It gives no power: the functions run with the
+-- caller's rights, on tables the request statement writes itself.
+DO $$
+DECLARE
+  grantee oid;
+BEGIN
+  FOR grantee IN SELECT DISTINCT a.grantee FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+      WHERE p.oid = '@schema@.request'::pg_catalog.regproc AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 LOOP
+    EXECUTE pg_catalog.format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA %s TO %s',
+      (SELECT pronamespace::pg_catalog.regnamespace::pg_catalog.text FROM pg_catalog.pg_proc
+        WHERE oid = '@schema@.request'::pg_catalog.regproc), grantee::pg_catalog.regrole);
+  END LOOP;
+END $$;
