@@ -371,6 +371,27 @@ describe('openLockManager (PostgreSQL): details and inspect', function () {
     }
   });
 
+  it('migrates a schema of layout 4 whose request() has the default grants, once PUBLIC may not execute new functions: so may queue()', async function () {
+    const other = `wl_details_l4p_${process.pid}`;
+    const o = `"${other}"`;
+    await admin.query(schemaSQL(other, 0, 4));
+    try {
+      await admin.query(`CREATE FUNCTION ${o}.request(integer, bigint, text, bytea, boolean, boolean, boolean, boolean, bigint)
+        RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`);
+      await admin.query('ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC');
+      try {
+        await admin.query(schemaSQL(other, 4));
+      } finally {
+        await admin.query('ALTER DEFAULT PRIVILEGES GRANT EXECUTE ON FUNCTIONS TO PUBLIC');
+      }
+      const { rows: [queue] } = await admin.query(`SELECT EXISTS (SELECT FROM pg_proc p, aclexplode(p.proacl) a
+          WHERE p.oid = $1::regproc AND a.grantee = 0 AND a.privilege_type = 'EXECUTE') AS public`, [`${o}.queue`]);
+      assert.deepEqual(queue, { public: true });
+    } finally {
+      await admin.query(`DROP SCHEMA IF EXISTS ${o} CASCADE`);
+    }
+  });
+
   it('migrates a schema of layout 4 with a live agent: its calls grant and are granted through the functions of layout 5', async function () {
     const other = `wl_details_l4_${process.pid}`;
     const o = `"${other}"`;

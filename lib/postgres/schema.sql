@@ -525,20 +525,25 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     ORDER BY l.token IS NULL, l.token, n.id, l.id
 $$;
 
--- Whoever may call request() may call every function here, those a
--- migration adds too (layout 5's queue(), which every request statement
--- names): where PUBLIC may not execute new functions, a database's roles
--- were granted the old ones, and PostgreSQL checks a statement's every
--- function before it runs. It gives no power: the functions run with the
--- caller's rights, on tables the request statement writes itself.
+-- Whoever may call request() may call queue(), which layout 5 added and
+-- every request statement names: where PUBLIC may not execute new
+-- functions, a database's roles were granted the old ones (or had them by
+-- default), and PostgreSQL checks a statement's every function before it
+-- runs. Only the new function: the others keep the grants they have.
 DO $$
 DECLARE
+  request pg_catalog.regprocedure := pg_catalog.format('%s(integer, bigint, text, bytea, boolean, boolean, boolean, boolean, bigint)',
+    '@schema@.request')::pg_catalog.regprocedure;
+  queue pg_catalog.regprocedure := pg_catalog.format('%s(integer, bigint, text, bytea, boolean, bigint)',
+    '@schema@.queue')::pg_catalog.regprocedure;
   grantee oid;
 BEGIN
-  FOR grantee IN SELECT DISTINCT a.grantee FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-      WHERE p.oid = '@schema@.request'::pg_catalog.regproc AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 LOOP
-    EXECUTE pg_catalog.format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA %s TO %s',
-      (SELECT pronamespace::pg_catalog.regnamespace::pg_catalog.text FROM pg_catalog.pg_proc
-        WHERE oid = '@schema@.request'::pg_catalog.regproc), grantee::pg_catalog.regrole);
+  -- request()'s grants as they stand: with no ACL of its own, the
+  -- defaults (PUBLIC's included, grantee 0).
+  FOR grantee IN SELECT DISTINCT a.grantee FROM pg_catalog.pg_proc p,
+        pg_catalog.aclexplode(coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner))) a
+      WHERE p.oid = request AND a.privilege_type = 'EXECUTE' LOOP
+    EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', queue,
+      CASE WHEN grantee = 0 THEN 'PUBLIC' ELSE grantee::pg_catalog.regrole::pg_catalog.text END);
   END LOOP;
 END $$;
